@@ -1,0 +1,46 @@
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { Logger } from 'nestjs-pino';
+import { AppModule, AppModuleOptions } from './app.module';
+import { registerHttpHooks, requestIdFor } from './common/http-hooks';
+import { MetricsService } from './metrics/metrics.service';
+
+function setupOpenApi(app: NestFastifyApplication): void {
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Tax Document Gateway')
+      .setDescription('Documents API for client applications, the bank payment webhook, and operations endpoints.')
+      .setVersion('1')
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json', yamlDocumentUrl: 'docs/openapi.yaml' });
+}
+
+/**
+ * Builds the application exactly as production runs it; tests call this too, so they get the same
+ * adapter options, hooks, filters, guards and interceptors.
+ */
+export async function createApp(options: AppModuleOptions): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: options.config.BODY_LIMIT_BYTES,
+    genReqId: requestIdFor,
+    requestIdHeader: false,
+    return503OnClosing: true,
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
+    rawBody: true,
+    bufferLogs: true,
+    abortOnError: false,
+  });
+  app.useLogger(app.get(Logger));
+  app.flushLogs();
+  const fastify = app.getHttpAdapter().getInstance();
+  registerHttpHooks(fastify);
+  app.get(MetricsService).instrument(fastify);
+  setupOpenApi(app);
+  await app.init();
+  await fastify.ready();
+  return app;
+}

@@ -1,0 +1,34 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import type { DestinationStream } from 'pino';
+import { ProblemDetailsFilter } from './common/problem-details.filter';
+import { AppConfig } from './config/app-config';
+import { ConfigModule } from './config/config.module';
+import { DatabaseModule } from './database/database.module';
+import { HealthModule } from './health/health.module';
+import { LoggingModule } from './logging/logging.module';
+import { MetricsModule } from './metrics/metrics.module';
+
+export interface AppModuleOptions {
+  config: AppConfig;
+  /** DATABASE_URL, or the address of the embedded cluster started for this process. */
+  databaseUrl: string;
+  logDestination?: DestinationStream;
+}
+
+@Module({})
+export class AppModule {
+  static forRoot({ config, databaseUrl, logDestination }: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule.forRoot(config, logDestination),
+        DatabaseModule.forRoot(config, databaseUrl),
+        HealthModule,
+        MetricsModule,
+      ],
+      providers: [{ provide: APP_FILTER, useClass: ProblemDetailsFilter }],
+    };
+  }
+}

@@ -1,0 +1,23 @@
+/** The error codes of CONTRACT §1 and the one HTTP status each stands for. */
+export const ERROR_STATUS = {
+  UNAUTHORIZED: 401,
+  WEBHOOK_SIGNATURE_INVALID: 401,
+  NOT_FOUND: 404,
+  IDEMPOTENCY_KEY_IN_USE: 409,
+  DUPLICATE_DOCUMENT: 409,
+  INVALID_STATE_TRANSITION: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  VALIDATION_ERROR: 422,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}

@@ -1,0 +1,32 @@
+import type { FastifyInstance, RawRequestDefaultExpression } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { AppError } from './app-error';
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Echo a caller's X-Request-Id when it is harmless to log and return; otherwise make one. */
+export function requestIdFor(request: RawRequestDefaultExpression): string {
+  const incoming = request.headers['x-request-id'];
+  return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
+const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+
+function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** Fastify would parse text/plain and forms too; the contract allows JSON bodies only. */
+function isJson(contentType: string | undefined): boolean {
+  return contentType?.split(';')[0].trim().toLowerCase() === 'application/json';
+}
+
+export function registerHttpHooks(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+    if (METHODS_WITH_BODY.has(request.method) && hasBody(request.headers) && !isJson(request.headers['content-type'])) {
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'A request body must be sent as application/json');
+    }
+  });
+}

@@ -1,0 +1,100 @@
+import { HttpException } from '@nestjs/common';
+import { STATUS_CODES } from 'node:http';
+import { AppError } from './app-error';
+import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+export const RETRY_AFTER_DATABASE_SECONDS = '5';
+
+export interface ProblemBody {
+  type: 'about:blank';
+  title: string;
+  status: number;
+  code: ErrorCode;
+  detail: string;
+  instance: string;
+  requestId: string;
+  errors?: FieldError[];
+}
+
+export interface Problem {
+  body: ProblemBody;
+  headers: Record<string, string>;
+  /** Unexpected failures are logged with their stack; expected ones are not. */
+  unexpected: boolean;
+}
+
+/** Driver and socket errors that mean "the database cannot be reached", not "the query is wrong". */
+const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+const UNREACHABLE_SQLSTATE = /^(08|57P0)/;
+
+/** RFC 9110 names where Node's table still has the older ones. */
+const TITLES: Record<number, string> = { 413: 'Content Too Large', 422: 'Unprocessable Content' };
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNREACHABLE_ERRNOS.has(code) || UNREACHABLE_SQLSTATE.test(code))) return true;
+  const driverError = (error as { driverError?: unknown }).driverError;
+  if (driverError && driverError !== error && isDatabaseUnavailable(driverError)) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    error.message,
+  );
+}
+
+const FASTIFY_CODES: Record<string, { code: ErrorCode; detail: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', detail: 'The request body is larger than the limit' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'UNSUPPORTED_MEDIA_TYPE', detail: 'The request body must be application/json' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'VALIDATION_ERROR', detail: 'The request body is not valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'VALIDATION_ERROR', detail: 'The request body is empty but declared as JSON' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'VALIDATION_ERROR', detail: 'Content-Length does not match the body' },
+};
+
+const HTTP_STATUS_CODES: Partial<Record<number, ErrorCode>> = {
+  401: 'UNAUTHORIZED',
+  404: 'NOT_FOUND',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
+function classify(error: unknown): { code: ErrorCode; detail: string; errors?: FieldError[]; headers?: Record<string, string> } {
+  if (error instanceof AppError) return error;
+  const fastifyCode = (error as { code?: unknown } | null)?.code;
+  if (typeof fastifyCode === 'string' && fastifyCode in FASTIFY_CODES) return FASTIFY_CODES[fastifyCode];
+  if (error instanceof SyntaxError && (error as { statusCode?: number }).statusCode === 400) {
+    return FASTIFY_CODES.FST_ERR_CTP_INVALID_JSON_BODY;
+  }
+  if (isDatabaseUnavailable(error)) {
+    return { code: 'SERVICE_UNAVAILABLE', detail: 'The database is unreachable; try again shortly' };
+  }
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const code = HTTP_STATUS_CODES[status] ?? (status < 500 ? 'VALIDATION_ERROR' : 'INTERNAL_ERROR');
+    if (code === 'NOT_FOUND') return { code, detail: 'No such route or resource' };
+    if (code === 'SERVICE_UNAVAILABLE') return { code, detail: 'The service is not ready; try again shortly' };
+    if (code === 'INTERNAL_ERROR') return { code, detail: 'An unexpected error occurred' };
+    return { code, detail: error.message };
+  }
+  return { code: 'INTERNAL_ERROR', detail: 'An unexpected error occurred' };
+}
+
+/** Turns any thrown value into the one error shape of CONTRACT §1, without internals. */
+export function toProblem(error: unknown, instance: string, requestId: string): Problem {
+  const { code, detail, errors, headers = {} } = classify(error);
+  const status = ERROR_STATUS[code];
+  const extraHeaders = { ...headers };
+  if (code === 'SERVICE_UNAVAILABLE' && !extraHeaders['Retry-After']) extraHeaders['Retry-After'] = RETRY_AFTER_DATABASE_SECONDS;
+  const body: ProblemBody = {
+    type: 'about:blank',
+    title: TITLES[status] ?? STATUS_CODES[status] ?? 'Error',
+    status,
+    code,
+    detail,
+    instance,
+    requestId,
+    ...(errors ? { errors } : {}),
+  };
+  return { body, headers: extraHeaders, unexpected: code === 'INTERNAL_ERROR' };
+}

@@ -1,0 +1,132 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+  ValidationError,
+} from 'class-validator';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Values that must never be echoed back, not even in a start-up error. */
+const SECRET_VARIABLES = new Set(['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS']);
+
+const toInt = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+
+const toBool = ({ value }: { value: unknown }) => {
+  if (typeof value !== 'string') return value;
+  const v = value.trim().toLowerCase();
+  if (['true', '1', 'yes'].includes(v)) return true;
+  if (['false', '0', 'no'].includes(v)) return false;
+  return value;
+};
+
+/**
+ * The environment of CONTRACT §5, validated once at start. Property names are the variable names so
+ * that every message names exactly what the operator has to change.
+ */
+export class AppConfig {
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer from 0 to 65535' })
+  @Min(0, { message: 'must be an integer from 0 to 65535' })
+  @Max(65535, { message: 'must be an integer from 0 to 65535' })
+  PORT = 3000;
+
+  @IsString()
+  @MinLength(1, { message: 'must not be empty' })
+  HOST = '0.0.0.0';
+
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'must be a postgres:// or postgresql:// connection URL' })
+  DATABASE_URL?: string;
+
+  @IsString()
+  @MinLength(1, { message: 'must not be empty' })
+  DATA_DIR = './.data';
+
+  @IsOptional()
+  @MinLength(16, { message: 'must be at least 16 characters long' })
+  ADMIN_TOKEN?: string;
+
+  @IsOptional()
+  @MinLength(16, { message: 'must be at least 16 characters long' })
+  BANK_WEBHOOK_SECRET?: string;
+
+  @IsOptional()
+  @MinLength(16, { message: 'must be at least 16 characters long' })
+  BANK_WEBHOOK_SECRET_PREVIOUS?: string;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer from 1 to 3600' })
+  @Min(1, { message: 'must be an integer from 1 to 3600' })
+  @Max(3600, { message: 'must be an integer from 1 to 3600' })
+  WEBHOOK_TOLERANCE_SECONDS = 300;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer from 60 to 2592000' })
+  @Min(60, { message: 'must be an integer from 60 to 2592000' })
+  @Max(2592000, { message: 'must be an integer from 60 to 2592000' })
+  IDEMPOTENCY_TTL_SECONDS = 86400;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer from 1 to 1000000' })
+  @Min(1, { message: 'must be an integer from 1 to 1000000' })
+  @Max(1000000, { message: 'must be an integer from 1 to 1000000' })
+  RATE_LIMIT_PER_MINUTE = 600;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer from 1024 to 104857600' })
+  @Min(1024, { message: 'must be an integer from 1024 to 104857600' })
+  @Max(104857600, { message: 'must be an integer from 1024 to 104857600' })
+  BODY_LIMIT_BYTES = 1048576;
+
+  @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
+  LOG_LEVEL: LogLevel = 'info';
+
+  @Transform(toBool)
+  @IsBoolean({ message: 'must be true or false' })
+  MIGRATIONS_RUN = true;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer from 1 to 200' })
+  @Min(1, { message: 'must be an integer from 1 to 200' })
+  @Max(200, { message: 'must be an integer from 1 to 200' })
+  DB_POOL_SIZE = 10;
+}
+
+export class ConfigValidationError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigValidationError';
+  }
+}
+
+function describe(error: ValidationError): string {
+  const rule = Object.values(error.constraints ?? {})[0] ?? 'is invalid';
+  const shown = SECRET_VARIABLES.has(error.property) ? '' : ` (got "${String(error.value)}")`;
+  return `${error.property} ${rule}${shown}`;
+}
+
+/** Reads the known variables from `env`; an empty string counts as unset. Throws ConfigValidationError. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const known = Object.keys(new AppConfig());
+  const names = new Set([...known, 'DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS']);
+  const raw: Record<string, string> = {};
+  for (const name of names) {
+    const value = env[name];
+    if (value !== undefined && value !== '') raw[name] = value;
+  }
+  const config = plainToInstance(AppConfig, raw);
+  const errors = validateSync(config, { forbidUnknownValues: false });
+  if (errors.length > 0) throw new ConfigValidationError(errors.map(describe));
+  return config;
+}

@@ -1,0 +1,55 @@
+import 'reflect-metadata';
+import pino from 'pino';
+import { createApp } from './app.factory';
+import { AppConfig, ConfigValidationError, loadConfig } from './config/app-config';
+import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
+
+const log = pino({ level: process.env.LOG_LEVEL && process.env.LOG_LEVEL !== '' ? process.env.LOG_LEVEL : 'info' });
+
+function configOrExit(): AppConfig {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigValidationError) {
+      // Plain text on stderr: this is read by a person fixing their environment.
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+}
+
+async function bootstrap(): Promise<void> {
+  const config = configOrExit();
+  let embedded: EmbeddedDatabase | undefined;
+  if (!config.DATABASE_URL) {
+    embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log: (message) => log.info(message) });
+  }
+  const databaseUrl = config.DATABASE_URL ?? embedded!.url;
+  const app = await createApp({ config, databaseUrl }).catch(async (error) => {
+    await embedded?.stop();
+    throw error;
+  });
+  await app.listen({ port: config.PORT, host: config.HOST });
+  log.info({ port: config.PORT, host: config.HOST, embeddedDatabase: Boolean(embedded) }, 'Tax Document Gateway listening');
+
+  let stopping = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'Shutting down: finishing in-flight requests');
+    // app.close() stops accepting, waits for in-flight requests, then closes the pool; the embedded
+    // cluster goes last so those requests still have their database.
+    await app.close();
+    await embedded?.stop();
+    log.info('Shutdown complete');
+    process.exit(0);
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+bootstrap().catch((error: unknown) => {
+  log.fatal({ err: { message: error instanceof Error ? error.message : String(error) } }, 'Start-up failed');
+  process.exit(1);
+});
