@@ -27,7 +27,10 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
     bodyLimit: options.config.BODY_LIMIT_BYTES,
     genReqId: requestIdFor,
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Drain on close: Node closes idle sockets itself, while requests already received run to the end
+    // (Fastify's default would cut every connection, in-flight ones included).
+    forceCloseConnections: false,
+    return503OnClosing: false,
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
     rawBody: true,

@@ -1,4 +1,4 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, Module, Type } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import type { DestinationStream } from 'pino';
 import { ProblemDetailsFilter } from './common/problem-details.filter';
@@ -14,11 +14,13 @@ export interface AppModuleOptions {
   /** DATABASE_URL, or the address of the embedded cluster started for this process. */
   databaseUrl: string;
   logDestination?: DestinationStream;
+  /** Extra modules mounted beside the real ones; tests use it for probe routes that fail on purpose. */
+  extraModules?: Type[];
 }
 
 @Module({})
 export class AppModule {
-  static forRoot({ config, databaseUrl, logDestination }: AppModuleOptions): DynamicModule {
+  static forRoot({ config, databaseUrl, logDestination, extraModules = [] }: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -27,6 +29,7 @@ export class AppModule {
         DatabaseModule.forRoot(config, databaseUrl),
         HealthModule,
         MetricsModule,
+        ...extraModules,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemDetailsFilter }],
     };

@@ -4,7 +4,7 @@ import { createApp } from './app.factory';
 import { AppConfig, ConfigValidationError, loadConfig } from './config/app-config';
 import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
 
-const log = pino({ level: process.env.LOG_LEVEL && process.env.LOG_LEVEL !== '' ? process.env.LOG_LEVEL : 'info' });
+let log = pino();
 
 function configOrExit(): AppConfig {
   try {
@@ -21,6 +21,7 @@ function configOrExit(): AppConfig {
 
 async function bootstrap(): Promise<void> {
   const config = configOrExit();
+  log = pino({ level: config.LOG_LEVEL });
   let embedded: EmbeddedDatabase | undefined;
   if (!config.DATABASE_URL) {
     embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log: (message) => log.info(message) });

@@ -4,8 +4,9 @@ import { isDatabaseUnavailable, PROBLEM_CONTENT_TYPE, toProblem } from './proble
 
 /** The shape of an error we log: never the SQL text or parameters TypeORM attaches to its errors. */
 function loggable(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { message: String(error) };
-  return { type: error.name, message: error.message, code: (error as { code?: unknown }).code, stack: error.stack };
+  if (typeof error !== 'object' || error === null) return { message: String(error) };
+  const { name, message, code, stack } = error as Partial<Error> & { code?: unknown };
+  return { type: name, message, code, stack };
 }
 
 /** One filter for every failure of every route, the HTTP layer's own errors and unknown routes included. */

@@ -32,13 +32,14 @@ const UNREACHABLE_SQLSTATE = /^(08|57P0)/;
 const TITLES: Record<number, string> = { 413: 'Content Too Large', 422: 'Unprocessable Content' };
 
 export function isDatabaseUnavailable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
+  // Duck-typed: driver errors may come from another realm (worker, VM), where instanceof fails.
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message, driverError } = error as { code?: unknown; message?: unknown; driverError?: unknown };
   if (typeof code === 'string' && (UNREACHABLE_ERRNOS.has(code) || UNREACHABLE_SQLSTATE.test(code))) return true;
-  const driverError = (error as { driverError?: unknown }).driverError;
   if (driverError && driverError !== error && isDatabaseUnavailable(driverError)) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
-    error.message,
+  return (
+    typeof message === 'string' &&
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)
   );
 }
 

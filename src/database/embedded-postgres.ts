@@ -39,7 +39,7 @@ async function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
   return module.default;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.once('error', reject);

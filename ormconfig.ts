@@ -1,0 +1,15 @@
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { loadConfig } from './src/config/app-config';
+import { startEmbeddedPostgres } from './src/database/embedded-postgres';
+import { buildDataSourceOptions } from './src/database/typeorm-options';
+
+/**
+ * The TypeORM CLI's data source (`npm run migration:generate -- src/database/migrations/Name`), built
+ * by the same options builder as the application. Without DATABASE_URL it uses the embedded cluster.
+ */
+export default (async () => {
+  const config = loadConfig();
+  const url = config.DATABASE_URL ?? (await startEmbeddedPostgres({ dataDir: config.DATA_DIR })).url;
+  return new DataSource(buildDataSourceOptions({ url }));
+})();

@@ -1,0 +1,58 @@
+import { NotFoundException, ServiceUnavailableException } from '@nestjs/common';
+import { Client } from 'pg';
+import { AppError } from './app-error';
+import { isDatabaseUnavailable, toProblem } from './problem';
+
+describe('toProblem', () => {
+  it('renders an AppError with its code, status, field errors and headers', () => {
+    const error = new AppError('IDEMPOTENCY_KEY_IN_USE', 'still running', undefined, { 'Retry-After': '1' });
+    expect(toProblem(error, '/api/v1/documents', 'r1')).toEqual({
+      body: {
+        type: 'about:blank',
+        title: 'Conflict',
+        status: 409,
+        code: 'IDEMPOTENCY_KEY_IN_USE',
+        detail: 'still running',
+        instance: '/api/v1/documents',
+        requestId: 'r1',
+      },
+      headers: { 'Retry-After': '1' },
+      unexpected: false,
+    });
+    const validation = toProblem(AppError.validation([{ field: 'taxpayer.country', message: 'is invalid' }]), '/x', 'r2');
+    expect(validation.body).toMatchObject({ status: 422, title: 'Unprocessable Content', errors: [{ field: 'taxpayer.country', message: 'is invalid' }] });
+  });
+
+  it('maps Nest HTTP exceptions onto contract codes', () => {
+    expect(toProblem(new NotFoundException('Cannot GET /x'), '/x', 'r').body).toMatchObject({ status: 404, code: 'NOT_FOUND', detail: 'No such route or resource' });
+    const unavailable = toProblem(new ServiceUnavailableException({ database: 'down' }), '/health/ready', 'r');
+    expect(unavailable.body).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
+    expect(unavailable.headers['Retry-After']).toBe('5');
+  });
+
+  it('hides everything about an unexpected error', () => {
+    const problem = toProblem(new TypeError("Cannot read properties of undefined (reading 'key_hash')"), '/x', 'r');
+    expect(problem.unexpected).toBe(true);
+    expect(problem.body).toMatchObject({ status: 500, code: 'INTERNAL_ERROR', detail: 'An unexpected error occurred' });
+    expect(JSON.stringify(problem.body)).not.toContain('key_hash');
+  });
+
+  it('maps Fastify body errors', () => {
+    const tooLarge = Object.assign(new Error('Request body is too large'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 });
+    expect(toProblem(tooLarge, '/x', 'r').body).toMatchObject({ status: 413, code: 'PAYLOAD_TOO_LARGE' });
+  });
+});
+
+describe('isDatabaseUnavailable', () => {
+  it('recognises a refused connection from the real driver', async () => {
+    const client = new Client({ host: '127.0.0.1', port: 1, connectionTimeoutMillis: 1000 });
+    const error = await client.connect().then(() => undefined, (e: unknown) => e);
+    expect(isDatabaseUnavailable(error)).toBe(true);
+  });
+
+  it('recognises an administrator shutdown (SQLSTATE 57P01) but not a query error', () => {
+    expect(isDatabaseUnavailable(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }))).toBe(true);
+    expect(isDatabaseUnavailable(Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' }))).toBe(false);
+    expect(isDatabaseUnavailable('a string')).toBe(false);
+  });
+});

@@ -1,0 +1,68 @@
+import { ConfigValidationError, loadConfig } from './app-config';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigValidationError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig({});
+    for (const optional of ['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS'] as const) {
+      expect(config[optional]).toBeUndefined();
+    }
+    expect(config).toMatchObject({
+      PORT: 3000,
+      HOST: '0.0.0.0',
+      DATA_DIR: './.data',
+      WEBHOOK_TOLERANCE_SECONDS: 300,
+      IDEMPOTENCY_TTL_SECONDS: 86400,
+      RATE_LIMIT_PER_MINUTE: 600,
+      BODY_LIMIT_BYTES: 1048576,
+      LOG_LEVEL: 'info',
+      MIGRATIONS_RUN: true,
+      DB_POOL_SIZE: 10,
+    });
+  });
+
+  it('parses numbers and booleans from strings and treats empty strings as unset', () => {
+    const config = loadConfig({ PORT: '8080', MIGRATIONS_RUN: 'false', DATABASE_URL: '', IDEMPOTENCY_TTL_SECONDS: '3600' });
+    expect(config.PORT).toBe(8080);
+    expect(config.MIGRATIONS_RUN).toBe(false);
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.IDEMPOTENCY_TTL_SECONDS).toBe(3600);
+  });
+
+  it.each([
+    [{ PORT: '70000' }, 'PORT must be an integer from 0 to 65535 (got "70000")'],
+    [{ PORT: '3.5' }, 'PORT must be an integer from 0 to 65535 (got "3.5")'],
+    [{ BODY_LIMIT_BYTES: '10' }, 'BODY_LIMIT_BYTES must be an integer from 1024 to 104857600 (got "10")'],
+    [{ IDEMPOTENCY_TTL_SECONDS: 'day' }, 'IDEMPOTENCY_TTL_SECONDS must be an integer from 60 to 2592000 (got "day")'],
+    [{ RATE_LIMIT_PER_MINUTE: '0' }, 'RATE_LIMIT_PER_MINUTE must be an integer from 1 to 1000000 (got "0")'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
+    [{ MIGRATIONS_RUN: 'sometimes' }, 'MIGRATIONS_RUN must be true or false (got "sometimes")'],
+    [{ DB_POOL_SIZE: '0' }, 'DB_POOL_SIZE must be an integer from 1 to 200 (got "0")'],
+  ])('rejects %p with a message naming the variable and the rule', (env, message) => {
+    expect(problemsOf(env)).toEqual([message]);
+  });
+
+  it('reports every bad variable at once', () => {
+    expect(problemsOf({ PORT: 'x', LOG_LEVEL: 'y', WEBHOOK_TOLERANCE_SECONDS: '-1' })).toHaveLength(3);
+  });
+
+  it.each(['ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS'])('never echoes the value of %s', (name) => {
+    const problems = problemsOf({ [name]: 'tooshort' });
+    expect(problems).toEqual([`${name} must be at least 16 characters long`]);
+  });
+
+  it('never echoes a DATABASE_URL, which may hold a password', () => {
+    expect(problemsOf({ DATABASE_URL: 'mysql://root:hunter2@db/x' })).toEqual([
+      'DATABASE_URL must be a postgres:// or postgresql:// connection URL',
+    ]);
+  });
+});

@@ -1,0 +1,34 @@
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { ConfigValidationError, loadConfig } from '../config/app-config';
+import { startEmbeddedPostgres } from './embedded-postgres';
+import { revertLastMigration, runMigrations } from './migrations-runner';
+import { buildDataSourceOptions } from './typeorm-options';
+
+/**
+ * `migration:run` / `migration:revert` as a deploy step, under the same advisory lock the application
+ * takes at start. Against DATABASE_URL, or the embedded cluster under DATA_DIR when it is unset.
+ */
+async function main(command: string | undefined): Promise<void> {
+  if (command !== 'run' && command !== 'revert') throw new Error('usage: migration-cli run|revert');
+  const config = loadConfig();
+  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: config.DATA_DIR });
+  const dataSource = await new DataSource(buildDataSourceOptions({ url: config.DATABASE_URL ?? embedded!.url })).initialize();
+  try {
+    if (command === 'run') {
+      const applied = await runMigrations(dataSource);
+      process.stdout.write(applied.length ? `Applied: ${applied.map((m) => m.name).join(', ')}\n` : 'No pending migrations\n');
+    } else {
+      await revertLastMigration(dataSource);
+      process.stdout.write('Reverted the last migration\n');
+    }
+  } finally {
+    await dataSource.destroy();
+    await embedded?.stop();
+  }
+}
+
+main(process.argv[2]).catch((error: unknown) => {
+  process.stderr.write(`${error instanceof ConfigValidationError ? error.message : `Migration failed: ${String(error)}`}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,93 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { freePort } from '../../src/database/embedded-postgres';
+import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner';
+import { buildDataSourceOptions } from '../../src/database/typeorm-options';
+import { createTestDatabase, dropTestDatabase } from '../support/database';
+import { startClusterProcess, waitFor } from '../support/processes';
+import { startTestApp, TestApp } from '../support/test-app';
+
+describe('database', () => {
+  describe('readiness while the database goes away and comes back', () => {
+    let dataDir: string;
+    let cluster: Awaited<ReturnType<typeof startClusterProcess>>;
+    let port: number;
+    let t: TestApp;
+
+    beforeAll(async () => {
+      dataDir = await mkdtemp(join(tmpdir(), 'gateway-outage-'));
+      port = await freePort();
+      cluster = await startClusterProcess(dataDir, port);
+      t = await startTestApp({ databaseUrl: cluster.url });
+    });
+    afterAll(async () => {
+      await t.close();
+      await cluster.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+
+    it('answers 200, then 503 SERVICE_UNAVAILABLE with Retry-After while stopped, then 200 again', async () => {
+      expect((await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200);
+
+      await cluster.stop();
+      const down = await t.app.inject({ method: 'GET', url: '/health/ready' });
+      expect(down.statusCode).toBe(503);
+      expect(down.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(down.headers['retry-after']).toBe('5');
+      expect(down.json()).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE', instance: '/health/ready' });
+      expect(down.body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|password/);
+      // Liveness is about the process, not its dependencies.
+      expect((await t.app.inject({ method: 'GET', url: '/health/live' })).statusCode).toBe(200);
+
+      cluster = await startClusterProcess(dataDir, port);
+      await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness after restart', 30000);
+    });
+  });
+
+  describe('migrations', () => {
+    let url: string;
+    let dataSource: DataSource;
+
+    beforeAll(async () => {
+      url = await createTestDatabase();
+      dataSource = await new DataSource(buildDataSourceOptions({ url })).initialize();
+    });
+    afterAll(async () => {
+      await dataSource.destroy();
+      await dropTestDatabase(url);
+    });
+
+    const tables = async (ds: DataSource) =>
+      (await ds.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`)).map(
+        (r: { table_name: string }) => r.table_name,
+      );
+    const applied = async (ds: DataSource) => (await ds.query('SELECT name FROM migrations ORDER BY id')).map((r: { name: string }) => r.name);
+
+    it('apply once when several instances run them at the same time, under the advisory lock', async () => {
+      const others = await Promise.all([1, 2].map(() => new DataSource(buildDataSourceOptions({ url })).initialize()));
+      try {
+        const runs = await Promise.all([dataSource, ...others].map((ds) => runMigrations(ds)));
+        const total = dataSource.migrations.length;
+        expect(runs.map((r) => r.length).reduce((a, b) => a + b, 0)).toBe(total);
+        expect(await applied(dataSource)).toHaveLength(total);
+        expect(await dataSource.showMigrations()).toBe(false);
+      } finally {
+        await Promise.all(others.map((ds) => ds.destroy()));
+      }
+    });
+
+    it('revert one by one down to an empty schema, and apply again', async () => {
+      const total = dataSource.migrations.length;
+      const schema = await tables(dataSource);
+      for (let i = 0; i < total; i++) await revertLastMigration(dataSource);
+      expect(await applied(dataSource)).toEqual([]);
+      expect(await tables(dataSource)).toEqual(['migrations']);
+
+      await runMigrations(dataSource);
+      expect(await applied(dataSource)).toHaveLength(total);
+      expect(await tables(dataSource)).toEqual(schema);
+    });
+  });
+});

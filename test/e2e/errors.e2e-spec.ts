@@ -1,0 +1,116 @@
+import { Controller, Get, Module } from '@nestjs/common';
+import { startTestApp, TestApp } from '../support/test-app';
+
+/** A route that fails the way a bug would: with SQL text and a stack that must never leak. */
+@Controller('__probe')
+class FailingController {
+  @Get('boom')
+  boom(): never {
+    const error = new Error('relation "secret_table" does not exist: SELECT key_hash FROM api_keys');
+    (error as Error & { query?: string }).query = 'SELECT key_hash FROM api_keys WHERE id = $1';
+    throw error;
+  }
+}
+
+@Module({ controllers: [FailingController] })
+class FailingModule {}
+
+const PROBLEM = /^application\/problem\+json/;
+
+describe('error model (CONTRACT §1)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { BODY_LIMIT_BYTES: '2048' }, extraModules: [FailingModule] });
+  });
+  afterAll(() => t.close());
+
+  it('answers an unknown route with 404 NOT_FOUND in RFC 9457 form', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/no/such/route?x=1' });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['content-type']).toMatch(PROBLEM);
+    const body = res.json();
+    expect(body).toEqual({
+      type: 'about:blank',
+      title: 'Not Found',
+      status: 404,
+      code: 'NOT_FOUND',
+      detail: expect.any(String),
+      instance: '/no/such/route',
+      requestId: res.headers['x-request-id'],
+    });
+  });
+
+  it('answers a body over BODY_LIMIT_BYTES with 413 PAYLOAD_TOO_LARGE', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/health/live',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ pad: 'x'.repeat(4096) }),
+    });
+    expect(res.statusCode).toBe(413);
+    expect(res.headers['content-type']).toMatch(PROBLEM);
+    expect(res.json()).toMatchObject({ status: 413, code: 'PAYLOAD_TOO_LARGE', title: 'Content Too Large' });
+  });
+
+  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/xml'])(
+    'answers a %s body with 415 UNSUPPORTED_MEDIA_TYPE',
+    async (contentType) => {
+      const res = await t.app.inject({ method: 'POST', url: '/health/live', headers: { 'content-type': contentType }, payload: 'a=1' });
+      expect(res.statusCode).toBe(415);
+      expect(res.headers['content-type']).toMatch(PROBLEM);
+      expect(res.json()).toMatchObject({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
+    },
+  );
+
+  it('answers a body without a content type with 415', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/health/live', payload: Buffer.from('{"a":1}') });
+    expect(res.statusCode).toBe(415);
+    expect(res.json().code).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it.each(['{bad', '{"a":1', '"unterminated'])('answers unparseable JSON %p with 422 VALIDATION_ERROR', async (payload) => {
+    const res = await t.app.inject({ method: 'POST', url: '/health/live', headers: { 'content-type': 'application/json' }, payload });
+    expect(res.statusCode).toBe(422);
+    expect(res.headers['content-type']).toMatch(PROBLEM);
+    expect(res.json()).toMatchObject({ status: 422, code: 'VALIDATION_ERROR', title: 'Unprocessable Content' });
+  });
+
+  it('answers an unexpected failure with 500 INTERNAL_ERROR and no internals, and logs it with the request id', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/__probe/boom', headers: { 'x-request-id': 'req-boom-1' } });
+    expect(res.statusCode).toBe(500);
+    expect(res.headers['content-type']).toMatch(PROBLEM);
+    expect(res.json()).toEqual({
+      type: 'about:blank',
+      title: 'Internal Server Error',
+      status: 500,
+      code: 'INTERNAL_ERROR',
+      detail: 'An unexpected error occurred',
+      instance: '/__probe/boom',
+      requestId: 'req-boom-1',
+    });
+    expect(res.body).not.toMatch(/secret_table|SELECT|api_keys|at .*\.ts/);
+    const logged = t.logs().split('\n').find((line) => line.includes('"requestId":"req-boom-1"'));
+    expect(logged).toBeDefined();
+    expect(logged).toContain('stack');
+    expect(logged).not.toContain('WHERE id = $1');
+  });
+
+  describe('X-Request-Id', () => {
+    it('echoes a sane incoming id', async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'abc-123:XYZ.9_z' } });
+      expect(res.headers['x-request-id']).toBe('abc-123:XYZ.9_z');
+    });
+
+    it.each(['has spaces in it', 'x'.repeat(129), '<script>', ''])('replaces an unsafe id %p with a generated one', async (id) => {
+      const res = await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': id } });
+      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    });
+
+    it('is on every response, errors included, and matches the body', async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/missing' });
+      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+      expect(res.json().requestId).toBe(res.headers['x-request-id']);
+    });
+  });
+});

@@ -1,0 +1,62 @@
+import { startTestApp, TestApp } from '../support/test-app';
+
+describe('operations endpoints', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('GET /health/live answers 200 while the process is up', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/health/live' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('GET /health/ready answers 200 with the database up', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/health/ready' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ status: 'ok', info: { database: { status: 'up' } } });
+  });
+
+  it('GET /metrics counts requests by route template and status, with a latency histogram and process metrics', async () => {
+    await t.app.inject({ method: 'GET', url: '/health/live' });
+    await t.app.inject({ method: 'GET', url: '/health/live' });
+    await t.app.inject({ method: 'GET', url: '/does-not-exist/123' });
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    const live = /http_requests_total\{method="GET",route="\/health\/live",status="200"\} (\d+)/.exec(res.body);
+    expect(Number(live?.[1])).toBeGreaterThanOrEqual(2);
+    expect(res.body).toMatch(/http_requests_total\{method="GET",route="unmatched",status="404"\} 1/);
+    expect(res.body).not.toContain('/does-not-exist/123');
+    expect(res.body).toMatch(/http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/health\/live",status="200"\}/);
+    expect(res.body).toMatch(/^process_cpu_seconds_total \d/m);
+    expect(res.body).toMatch(/^nodejs_eventloop_lag_seconds /m);
+  });
+
+  it('GET /docs serves the OpenAPI UI and /docs/openapi.json the document', async () => {
+    const ui = await t.app.inject({ method: 'GET', url: '/docs' });
+    expect(ui.statusCode).toBe(200);
+    expect(ui.headers['content-type']).toMatch(/text\/html/);
+    expect(ui.body).toContain('swagger-ui');
+    const doc = await t.app.inject({ method: 'GET', url: '/docs/openapi.json' });
+    expect(doc.statusCode).toBe(200);
+    const spec = doc.json();
+    expect(spec.openapi).toMatch(/^3\./);
+    expect(spec.info.title).toBe('Tax Document Gateway');
+    expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/health/live', '/health/ready']));
+  });
+
+  it('writes structured JSON request logs with the request id and never the secret headers', async () => {
+    const secrets = { 'x-api-key': 'sk_tax_SECRETKEYVALUE0123456789abcdefXYZ', authorization: 'Bearer admin-secret-value-123456', 'x-provider-signature': 'deadbeefcafebabe0123' };
+    await t.app.inject({ method: 'GET', url: '/health/live', headers: { ...secrets, 'x-request-id': 'log-check-1' } });
+    const lines = t.logs().trim().split('\n');
+    const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const entry = entries.find((e) => (e.req as { id?: string } | undefined)?.id === 'log-check-1');
+    expect(entry).toMatchObject({ msg: 'request completed', req: { method: 'GET', url: '/health/live' }, res: { statusCode: 200 } });
+    for (const value of Object.values(secrets)) expect(t.logs()).not.toContain(value);
+    expect(t.logs()).not.toContain('SECRETKEYVALUE');
+  });
+});

@@ -1,0 +1,151 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { freePort } from '../../src/database/embedded-postgres';
+import { createTestDatabase, dropTestDatabase } from '../support/database';
+import { Spawned, startGateway, waitFor } from '../support/processes';
+
+async function ready(port: number): Promise<boolean> {
+  const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
+  return res.status === 200;
+}
+
+function postmaster(dataDir: string): { pid: number; port: number } {
+  const [pid, , , port] = readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n');
+  return { pid: Number(pid), port: Number(port) };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function embeddedClient(dataDir: string): Promise<Client> {
+  const password = readFileSync(join(dataDir, 'pg-password'), 'utf8').trim();
+  const client = new Client({ host: '127.0.0.1', port: postmaster(dataDir).port, user: 'postgres', password, database: 'gateway' });
+  await client.connect();
+  return client;
+}
+
+describe('the gateway process', () => {
+  const running: Spawned[] = [];
+  const launch = (env: NodeJS.ProcessEnv) => {
+    const spawned = startGateway(env);
+    running.push(spawned);
+    return spawned;
+  };
+  afterEach(() => {
+    for (const p of running.splice(0)) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  });
+
+  describe('configuration', () => {
+    it('refuses to start on bad values, naming each variable and its rule and never echoing a secret', async () => {
+      const gateway = launch({
+        PORT: 'abc',
+        WEBHOOK_TOLERANCE_SECONDS: '0',
+        LOG_LEVEL: 'verbose',
+        MIGRATIONS_RUN: 'maybe',
+        BANK_WEBHOOK_SECRET: 'short-secret',
+        DATABASE_URL: 'mysql://user:hunter2@localhost/db',
+      });
+      expect(await gateway.exited).toBe(78);
+      const out = gateway.output();
+      expect(out).toContain('Invalid configuration');
+      expect(out).toContain('PORT must be an integer from 0 to 65535 (got "abc")');
+      expect(out).toContain('WEBHOOK_TOLERANCE_SECONDS must be an integer from 1 to 3600 (got "0")');
+      expect(out).toContain('LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent');
+      expect(out).toContain('MIGRATIONS_RUN must be true or false');
+      expect(out).toContain('BANK_WEBHOOK_SECRET must be at least 16 characters long');
+      expect(out).toContain('DATABASE_URL must be a postgres:// or postgresql:// connection URL');
+      expect(out).not.toContain('short-secret');
+      expect(out).not.toContain('hunter2');
+    });
+  });
+
+  describe('with DATABASE_URL', () => {
+    let databaseUrl: string;
+    beforeAll(async () => {
+      databaseUrl = await createTestDatabase();
+    });
+    afterAll(() => dropTestDatabase(databaseUrl));
+
+    it('starts on the given server and, on SIGTERM, finishes the in-flight request before exiting 0', async () => {
+      const port = await freePort();
+      const gateway = launch({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1' });
+      await waitFor(() => ready(port), 'readiness');
+
+      const body = JSON.stringify({ padding: 'x'.repeat(64) });
+      const inFlight = new Promise<number>((resolve, reject) => {
+        const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/health/live', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.write(body.slice(0, 10));
+        setTimeout(() => {
+          gateway.child.kill('SIGTERM');
+          setTimeout(() => req.end(body.slice(10)), 700);
+        }, 200);
+      });
+      // The request was accepted before the signal, so it gets a real answer (404: no POST route).
+      expect(await inFlight).toBe(404);
+      expect(await gateway.exited).toBe(0);
+      expect(gateway.output()).toContain('Shutdown complete');
+      await expect(fetch(`http://127.0.0.1:${port}/health/live`)).rejects.toThrow();
+    });
+  });
+
+  describe('with the embedded PostgreSQL (no DATABASE_URL)', () => {
+    let dataDir: string;
+    beforeAll(async () => {
+      dataDir = await mkdtemp(join(tmpdir(), 'gateway-embedded-'));
+    });
+    afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+    it('starts a real cluster, keeps data across a restart and a SIGKILL, and stops the cluster on SIGTERM', async () => {
+      const env = { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: dataDir, HOST: '127.0.0.1' };
+      const port = await freePort();
+      const started = Date.now();
+      const first = launch({ ...env, PORT: String(port) });
+      await waitFor(() => ready(port), 'first start', 60000);
+      expect(Date.now() - started).toBeLessThan(60000);
+      const cluster = postmaster(dataDir);
+      expect(cluster.port).not.toBe(5432);
+
+      const client = await embeddedClient(dataDir);
+      await client.query('CREATE TABLE restart_marker (value text)');
+      await client.query("INSERT INTO restart_marker VALUES ('kept')");
+      await client.end();
+
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      expect(alive(cluster.pid)).toBe(false);
+
+      const second = launch({ ...env, PORT: String(port) });
+      await waitFor(() => ready(port), 'restart');
+      const again = await embeddedClient(dataDir);
+      expect((await again.query('SELECT value FROM restart_marker')).rows).toEqual([{ value: 'kept' }]);
+      await again.end();
+
+      // A killed gateway leaves its cluster running; the next start adopts it instead of failing.
+      second.child.kill('SIGKILL');
+      await second.exited;
+      const orphan = postmaster(dataDir);
+      expect(alive(orphan.pid)).toBe(true);
+
+      const third = launch({ ...env, PORT: String(port) });
+      await waitFor(() => ready(port), 'start after SIGKILL');
+      third.child.kill('SIGTERM');
+      expect(await third.exited).toBe(0);
+      expect(alive(orphan.pid)).toBe(false);
+      expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+    });
+  });
+});

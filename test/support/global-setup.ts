@@ -1,0 +1,23 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { ROOT, startClusterProcess } from './processes';
+
+/**
+ * One PostgreSQL server for the whole run: TEST_DATABASE_URL when set, otherwise an embedded cluster
+ * in a temporary directory. Each test file then creates its own database on it (test/support/database.ts).
+ */
+export default async function globalSetup(): Promise<void> {
+  if (!existsSync(join(ROOT, 'dist', 'main.js'))) {
+    throw new Error('dist/main.js is missing: run `npm run build` first (npm test does it for you)');
+  }
+  if (process.env.TEST_DATABASE_URL) {
+    process.env.TEST_SERVER_URL = process.env.TEST_DATABASE_URL;
+    return;
+  }
+  const dataDir = await mkdtemp(join(tmpdir(), 'gateway-test-pg-'));
+  const cluster = await startClusterProcess(dataDir);
+  process.env.TEST_SERVER_URL = cluster.url;
+  (globalThis as { __testCluster?: unknown }).__testCluster = { stop: cluster.stop, dataDir };
+}

@@ -1,0 +1,54 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+export const ROOT = join(__dirname, '..', '..');
+
+export interface Spawned {
+  child: ChildProcess;
+  output: () => string;
+  /** Resolves with the exit code (or the signal name) when the process ends. */
+  exited: Promise<number | string>;
+}
+
+export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  return { child, output: () => output, exited };
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 60000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const result = await probe().catch(() => undefined);
+    if (result) return result;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A cluster in a child process (see embedded-cluster.ts); `stop` ends it cleanly, `url` reaches it. */
+export async function startClusterProcess(dataDir: string, port?: number): Promise<{ url: string; process: Spawned; stop: () => Promise<void> }> {
+  const args = ['-r', 'ts-node/register/transpile-only', 'test/support/embedded-cluster.ts', dataDir];
+  if (port) args.push(String(port));
+  const spawned = spawnNode(args);
+  const url = await waitFor(
+    async () => /READY (\S+)/.exec(spawned.output())?.[1] ?? (spawned.child.exitCode !== null ? Promise.reject(new Error(spawned.output())) : undefined),
+    'embedded cluster',
+  );
+  return {
+    url,
+    process: spawned,
+    stop: async () => {
+      if (spawned.child.exitCode === null) spawned.child.kill('SIGTERM');
+      await spawned.exited;
+    },
+  };
+}
+
+/** Starts the built gateway (`node dist/main.js`) as production would run it. */
+export function startGateway(env: NodeJS.ProcessEnv): Spawned {
+  return spawnNode([join(ROOT, 'dist', 'main.js')], { LOG_LEVEL: 'info', ...env });
+}

@@ -1,0 +1,54 @@
+import { Type } from '@nestjs/common';
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Writable } from 'node:stream';
+import { createApp } from '../../src/app.factory';
+import { loadConfig } from '../../src/config/app-config';
+import { createTestDatabase, dropTestDatabase } from './database';
+
+export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+export const TEST_WEBHOOK_SECRET = 'test-webhook-secret-0123456789abcdef';
+
+export interface TestApp {
+  app: NestFastifyApplication;
+  databaseUrl: string;
+  /** Every log line the app wrote, as production would have written it to stdout. */
+  logs: () => string;
+  close: () => Promise<void>;
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  /** Share a database with another instance (two-instance tests); by default each app gets a fresh one. */
+  databaseUrl?: string;
+  extraModules?: Type[];
+}
+
+/** The production application (createApp) on a real PostgreSQL database of its own. */
+export async function startTestApp({ env = {}, databaseUrl, extraModules }: TestAppOptions = {}): Promise<TestApp> {
+  const ownsDatabase = !databaseUrl;
+  const url = databaseUrl ?? (await createTestDatabase());
+  let logs = '';
+  const logDestination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs += chunk.toString();
+      done();
+    },
+  });
+  const config = loadConfig({
+    LOG_LEVEL: 'info',
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+    ...env,
+    DATABASE_URL: url,
+  });
+  const app = await createApp({ config, databaseUrl: url, logDestination, extraModules });
+  return {
+    app,
+    databaseUrl: url,
+    logs: () => logs,
+    close: async () => {
+      await app.close();
+      if (ownsDatabase) await dropTestDatabase(url);
+    },
+  };
+}
