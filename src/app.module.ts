@@ -1,7 +1,11 @@
 import { DynamicModule, Module, Type } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
 import type { DestinationStream } from 'pino';
+import { AdminModule } from './admin/admin.module';
+import { AuthModule } from './auth/auth.module';
 import { ProblemDetailsFilter } from './common/problem-details.filter';
+import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
@@ -27,11 +31,17 @@ export class AppModule {
         ConfigModule.forRoot(config),
         LoggingModule.forRoot(config, logDestination),
         DatabaseModule.forRoot(config, databaseUrl),
+        ScheduleModule.forRoot(),
         HealthModule,
         MetricsModule,
+        AuthModule,
+        AdminModule,
         ...extraModules,
       ],
-      providers: [{ provide: APP_FILTER, useClass: ProblemDetailsFilter }],
+      providers: [
+        { provide: APP_FILTER, useClass: ProblemDetailsFilter },
+        { provide: APP_PIPE, useFactory: createValidationPipe },
+      ],
     };
   }
 }

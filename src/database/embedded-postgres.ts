@@ -93,7 +93,8 @@ async function stopPostmaster(pid: number): Promise<void> {
 
 /**
  * Starts (initialising on first use) a real PostgreSQL cluster under `<dataDir>/pg`. The data
- * survives restarts. A cluster orphaned by a killed process is adopted rather than fought over.
+ * survives restarts. A cluster that is already running is shared while its owner lives, and adopted
+ * when its owner was killed, rather than fought over.
  */
 export async function startEmbeddedPostgres({ dataDir, port, log = () => undefined }: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
   const root = resolve(dataDir);
@@ -104,11 +105,20 @@ export async function startEmbeddedPostgres({ dataDir, port, log = () => undefin
   const password = await readOrCreatePassword(join(root, 'pg-password'));
   const url = (p: number) => `postgres://postgres:${password}@127.0.0.1:${p}/${EMBEDDED_DATABASE_NAME}`;
 
-  const orphan = await runningPostmaster(clusterDir);
-  if (orphan) {
-    log(`Embedded PostgreSQL already running on port ${orphan.port}; reusing it`);
-    await ensureDatabase(orphan.port, password);
-    return { url: url(orphan.port), port: orphan.port, stop: () => stopPostmaster(orphan.pid) };
+  const ownerFile = join(root, 'owner.pid');
+  const running = await runningPostmaster(clusterDir);
+  if (running) {
+    await ensureDatabase(running.port, password);
+    const owner = existsSync(ownerFile) ? Number(await readFile(ownerFile, 'utf8')) : NaN;
+    if (owner !== process.pid && isAlive(owner)) {
+      // Another live process (a running gateway, say) started it: use it, leave stopping to the owner.
+      log(`Embedded PostgreSQL of process ${owner} is running on port ${running.port}; sharing it`);
+      return { url: url(running.port), port: running.port, stop: async () => undefined };
+    }
+    // Its owner was killed: adopt the cluster, and stop it when this process stops.
+    log(`Adopting the embedded PostgreSQL left running on port ${running.port}`);
+    await writeFile(ownerFile, String(process.pid));
+    return { url: url(running.port), port: running.port, stop: () => stopPostmaster(running.pid) };
   }
 
   const EmbeddedPostgres = await loadEmbeddedPostgres();
@@ -134,6 +144,7 @@ export async function startEmbeddedPostgres({ dataDir, port, log = () => undefin
     await cluster.initialise();
   }
   await cluster.start();
+  await writeFile(ownerFile, String(process.pid));
   await ensureDatabase(chosenPort, password);
   log(`Embedded PostgreSQL listening on 127.0.0.1:${chosenPort}`);
   return { url: url(chosenPort), port: chosenPort, stop: () => cluster.stop() };

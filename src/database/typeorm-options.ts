@@ -21,6 +21,9 @@ export function buildDataSourceOptions({ url, poolSize = 10 }: DatabaseSettings)
     synchronize: false,
     migrationsRun: false,
     logging: false,
+    // gen_random_uuid() is built into PostgreSQL 13+: no extension to install (or to be allowed to).
+    uuidExtension: 'pgcrypto',
+    installExtensions: false,
     extra: {
       max: poolSize,
       // Fail fast while the database is unreachable, so requests get a 503 instead of hanging.

@@ -1,0 +1,55 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ApiKeysService, ApiKeyView } from '../auth/api-keys.service';
+import { AppError } from '../common/app-error';
+import { AuditLogService } from './audit-log.service';
+
+export type IssuedKeyView = ApiKeyView & { key: string };
+
+/** Key administration: each change and its audit entry commit together. */
+@Injectable()
+export class AdminApiKeysService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly apiKeys: ApiKeysService,
+    private readonly audit: AuditLogService,
+  ) {}
+
+  create(input: { source: string; name?: string; expiresAt?: string }, remoteAddress: string): Promise<IssuedKeyView> {
+    const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
+    if (expiresAt && expiresAt <= new Date()) {
+      throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
+    }
+    return this.dataSource.transaction(async (manager) => {
+      const { entity, key } = await this.apiKeys.issue(manager, { source: input.source, name: input.name, expiresAt });
+      await this.audit.record(manager, { action: 'api_key.created', keyId: entity.id, source: entity.source, remoteAddress });
+      return { ...ApiKeysService.view(entity), key };
+    });
+  }
+
+  async list(source?: string): Promise<ApiKeyView[]> {
+    return (await this.apiKeys.list(source)).map(ApiKeysService.view);
+  }
+
+  async get(id: string): Promise<ApiKeyView> {
+    return ApiKeysService.view(await this.apiKeys.get(id));
+  }
+
+  revoke(id: string, remoteAddress: string): Promise<ApiKeyView> {
+    return this.dataSource.transaction(async (manager) => {
+      const key = await this.apiKeys.revoke(manager, id);
+      await this.audit.record(manager, { action: 'api_key.revoked', keyId: key.id, source: key.source, remoteAddress });
+      return ApiKeysService.view(key);
+    });
+  }
+
+  rotate(id: string, graceSeconds: number, remoteAddress: string): Promise<IssuedKeyView> {
+    return this.dataSource.transaction(async (manager) => {
+      const { old, issued } = await this.apiKeys.rotate(manager, id, graceSeconds);
+      await this.audit.record(manager, { action: 'api_key.rotated', keyId: old.id, source: old.source, remoteAddress });
+      await this.audit.record(manager, { action: 'api_key.created', keyId: issued.entity.id, source: old.source, remoteAddress });
+      return { ...ApiKeysService.view(issued.entity), key: issued.key };
+    });
+  }
+}

@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuthModule } from '../auth/auth.module';
+import { AdminApiKeysService } from './admin-api-keys.service';
+import { AdminApiController } from './admin-api.controller';
+import { AdminAuthFailureEntity } from './admin-auth-failure.entity';
+import { AdminAuthFailuresService } from './admin-auth-failures.service';
+import { adminTokenProvider } from './admin-token';
+import { AdminTokenGuard } from './admin-token.guard';
+import { AuditLogEntity } from './audit-log.entity';
+import { AuditLogService } from './audit-log.service';
+
+@Module({
+  imports: [AuthModule, TypeOrmModule.forFeature([AuditLogEntity, AdminAuthFailureEntity])],
+  controllers: [AdminApiController],
+  providers: [adminTokenProvider, AdminTokenGuard, AdminAuthFailuresService, AdminApiKeysService, AuditLogService],
+})
+export class AdminModule {}

@@ -1,0 +1,29 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../common/app-error';
+import { ApiKeysService } from './api-keys.service';
+import { KeyUsageRecorder } from './key-usage.recorder';
+
+export const EXTERNAL_API_PREFIX = '/api/v1/';
+
+/**
+ * Registered globally and keyed on the path, so no /api/v1 route can be added without it. Missing,
+ * malformed, unknown, revoked and expired keys all get the same answer: nothing to probe.
+ */
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  constructor(
+    private readonly apiKeys: ApiKeysService,
+    private readonly usage: KeyUsageRecorder,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    if (!request.routeOptions.url?.startsWith(EXTERNAL_API_PREFIX)) return true;
+    const key = await this.apiKeys.authenticate(request.headers['x-api-key']);
+    if (!key) throw new AppError('UNAUTHORIZED', 'A valid API key is required in the X-API-Key header');
+    request.apiKey = key;
+    this.usage.record(key.keyId);
+    return true;
+  }
+}

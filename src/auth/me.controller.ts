@@ -1,0 +1,24 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiSecurity, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { CurrentKey } from './authenticated-key';
+import type { AuthenticatedKey } from './authenticated-key';
+
+class MeResponseDto {
+  @ApiProperty({ example: 'acme-erp' }) source: string;
+  @ApiProperty({ format: 'uuid' }) keyId: string;
+  @ApiProperty({ example: 'sk_tax_4fQ9a', description: 'The first 12 characters of the key' }) keyPrefix: string;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) expiresAt: string | null;
+}
+
+@ApiTags('api keys')
+@ApiSecurity('apiKey')
+@Controller('api/v1/me')
+export class MeController {
+  @Get()
+  @ApiOperation({ summary: 'Check an API key: which source it acts for and until when' })
+  @ApiOkResponse({ type: MeResponseDto })
+  @ApiUnauthorizedResponse({ description: 'UNAUTHORIZED: key missing, unknown, revoked or expired' })
+  me(@CurrentKey() key: AuthenticatedKey): MeResponseDto {
+    return { source: key.source, keyId: key.keyId, keyPrefix: key.prefix, expiresAt: key.expiresAt?.toISOString() ?? null };
+  }
+}
