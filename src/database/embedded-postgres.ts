@@ -110,7 +110,7 @@ export async function startEmbeddedPostgres({ dataDir, port, log = () => undefin
   if (running) {
     await ensureDatabase(running.port, password);
     const owner = existsSync(ownerFile) ? Number(await readFile(ownerFile, 'utf8')) : NaN;
-    if (owner !== process.pid && isAlive(owner)) {
+    if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
       // Another live process (a running gateway, say) started it: use it, leave stopping to the owner.
       log(`Embedded PostgreSQL of process ${owner} is running on port ${running.port}; sharing it`);
       return { url: url(running.port), port: running.port, stop: async () => undefined };
