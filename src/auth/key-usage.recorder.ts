@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
 const FLUSH_INTERVAL_MS = 5000;
+export const KEY_USAGE_FLUSH_JOB = 'key-usage-flush';
 
 /**
  * Remembers when each key was last used and writes it in one statement every few seconds, so an
@@ -20,7 +21,7 @@ export class KeyUsageRecorder implements BeforeApplicationShutdown {
     this.pending.set(keyId, new Date());
   }
 
-  @Interval(FLUSH_INTERVAL_MS)
+  @Interval(KEY_USAGE_FLUSH_JOB, FLUSH_INTERVAL_MS)
   async flush(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = this.pending;

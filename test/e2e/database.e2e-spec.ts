@@ -70,6 +70,7 @@ describe('database', () => {
       try {
         const runs = await Promise.all([dataSource, ...others].map((ds) => runMigrations(ds)));
         const total = dataSource.migrations.length;
+        expect(total).toBeGreaterThan(0);
         expect(runs.map((r) => r.length).reduce((a, b) => a + b, 0)).toBe(total);
         expect(await applied(dataSource)).toHaveLength(total);
         expect(await dataSource.showMigrations()).toBe(false);

@@ -1,0 +1,48 @@
+import { ExecutionContext } from '@nestjs/common';
+import { AppError } from '../common/app-error';
+import { ApiKeyGuard } from './api-key.guard';
+import { ApiKeysService } from './api-keys.service';
+import { AuthenticatedKey } from './authenticated-key';
+import { KeyUsageRecorder } from './key-usage.recorder';
+
+const KEY: AuthenticatedKey = { keyId: 'k1', source: 'acme-erp', prefix: 'sk_tax_abcde', expiresAt: null };
+
+function contextFor(request: object): ExecutionContext {
+  return { switchToHttp: () => ({ getRequest: () => request }) } as unknown as ExecutionContext;
+}
+
+describe('ApiKeyGuard', () => {
+  const authenticate = jest.fn<Promise<AuthenticatedKey | null>, [unknown]>();
+  const record = jest.fn();
+  const guard = new ApiKeyGuard({ authenticate } as unknown as ApiKeysService, { record } as unknown as KeyUsageRecorder);
+
+  beforeEach(() => {
+    authenticate.mockReset();
+    record.mockReset();
+  });
+
+  it('lets routes outside /api/v1 through without a lookup', async () => {
+    await expect(guard.canActivate(contextFor({ routeOptions: { url: '/health/ready' }, headers: {} }))).resolves.toBe(true);
+    await expect(guard.canActivate(contextFor({ routeOptions: { url: '/api/v1x' }, headers: {} }))).resolves.toBe(true);
+    expect(authenticate).not.toHaveBeenCalled();
+  });
+
+  it('refuses an /api/v1 request whose key does not authenticate with UNAUTHORIZED', async () => {
+    authenticate.mockResolvedValue(null);
+    const request = { routeOptions: { url: '/api/v1/me' }, headers: { 'x-api-key': 'sk_tax_unknown' } };
+    const error = await guard.canActivate(contextFor(request)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).code).toBe('UNAUTHORIZED');
+    expect(authenticate).toHaveBeenCalledWith('sk_tax_unknown');
+    expect(record).not.toHaveBeenCalled();
+    expect(request).not.toHaveProperty('apiKey');
+  });
+
+  it('attaches the key to the request and records its use', async () => {
+    authenticate.mockResolvedValue(KEY);
+    const request: { apiKey?: AuthenticatedKey } = Object.assign({ routeOptions: { url: '/api/v1/documents/:id' }, headers: { 'x-api-key': 'k' } });
+    await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
+    expect(request.apiKey).toEqual(KEY);
+    expect(record).toHaveBeenCalledWith('k1');
+  });
+});
