@@ -8,8 +8,11 @@ import { ProblemDetailsFilter } from './common/problem-details.filter';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
+import { DatabaseContextModule } from './database/database-context.module';
 import { DatabaseModule } from './database/database.module';
+import { DocumentsModule } from './documents/documents.module';
 import { HealthModule } from './health/health.module';
+import { IdempotencyModule } from './idempotency/idempotency.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
 
@@ -31,11 +34,14 @@ export class AppModule {
         ConfigModule.forRoot(config),
         LoggingModule.forRoot(config, logDestination),
         DatabaseModule.forRoot(config, databaseUrl),
+        DatabaseContextModule,
         ScheduleModule.forRoot(),
         HealthModule,
         MetricsModule,
         AuthModule,
         AdminModule,
+        IdempotencyModule,
+        DocumentsModule,
         ...extraModules,
       ],
       providers: [

@@ -3,6 +3,7 @@ import { AppError } from '../common/app-error';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysService } from './api-keys.service';
 import { AuthenticatedKey } from './authenticated-key';
+import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyUsageRecorder } from './key-usage.recorder';
 
 const KEY: AuthenticatedKey = { keyId: 'k1', source: 'acme-erp', prefix: 'sk_tax_abcde', expiresAt: null };
@@ -14,11 +15,17 @@ function contextFor(request: object): ExecutionContext {
 describe('ApiKeyGuard', () => {
   const authenticate = jest.fn<Promise<AuthenticatedKey | null>, [unknown]>();
   const record = jest.fn();
-  const guard = new ApiKeyGuard({ authenticate } as unknown as ApiKeysService, { record } as unknown as KeyUsageRecorder);
+  const consume = jest.fn();
+  const guard = new ApiKeyGuard(
+    { authenticate } as unknown as ApiKeysService,
+    { record } as unknown as KeyUsageRecorder,
+    { consume } as unknown as KeyRateLimiter,
+  );
 
   beforeEach(() => {
     authenticate.mockReset();
     record.mockReset();
+    consume.mockReset();
   });
 
   it('lets routes outside /api/v1 through without a lookup', async () => {
@@ -35,6 +42,7 @@ describe('ApiKeyGuard', () => {
     expect((error as AppError).code).toBe('UNAUTHORIZED');
     expect(authenticate).toHaveBeenCalledWith('sk_tax_unknown');
     expect(record).not.toHaveBeenCalled();
+    expect(consume).not.toHaveBeenCalled();
     expect(request).not.toHaveProperty('apiKey');
   });
 
@@ -44,5 +52,13 @@ describe('ApiKeyGuard', () => {
     await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
     expect(request.apiKey).toEqual(KEY);
     expect(record).toHaveBeenCalledWith('k1');
+    expect(consume).toHaveBeenCalledWith('k1');
+  });
+
+  it('lets the rate limiter refuse an authenticated key', async () => {
+    authenticate.mockResolvedValue(KEY);
+    consume.mockRejectedValue(new AppError('RATE_LIMITED', 'slow down'));
+    const error = await guard.canActivate(contextFor({ routeOptions: { url: '/api/v1/me' }, headers: { 'x-api-key': 'k' } })).catch((e: unknown) => e);
+    expect((error as AppError).code).toBe('RATE_LIMITED');
   });
 });

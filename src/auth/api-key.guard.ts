@@ -2,19 +2,22 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error';
 import { ApiKeysService } from './api-keys.service';
+import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyUsageRecorder } from './key-usage.recorder';
 
 export const EXTERNAL_API_PREFIX = '/api/v1/';
 
 /**
  * Registered globally and keyed on the path, so no /api/v1 route can be added without it. Missing,
- * malformed, unknown, revoked and expired keys all get the same answer: nothing to probe.
+ * malformed, unknown, revoked and expired keys all get the same answer: nothing to probe. The
+ * per-key rate limit is applied here too, so the two checks always run in the contract's order.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly apiKeys: ApiKeysService,
     private readonly usage: KeyUsageRecorder,
+    private readonly rateLimiter: KeyRateLimiter,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -24,6 +27,8 @@ export class ApiKeyGuard implements CanActivate {
     if (!key) throw new AppError('UNAUTHORIZED', 'A valid API key is required in the X-API-Key header');
     request.apiKey = key;
     this.usage.record(key.keyId);
+    // Rate limiting belongs right after authentication (CONTRACT §1 order: 401, then 429).
+    await this.rateLimiter.consume(key.keyId);
     return true;
   }
 }

@@ -4,13 +4,14 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeysService } from './api-keys.service';
+import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyUsageRecorder } from './key-usage.recorder';
 import { MeController } from './me.controller';
 
 @Module({
   imports: [TypeOrmModule.forFeature([ApiKeyEntity])],
   controllers: [MeController],
-  providers: [ApiKeysService, KeyUsageRecorder, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  providers: [ApiKeysService, KeyUsageRecorder, KeyRateLimiter, { provide: APP_GUARD, useClass: ApiKeyGuard }],
   exports: [ApiKeysService],
 })
 export class AuthModule {}

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { IdempotentReplay } from '../idempotency/idempotent-replay';
 import { isDatabaseUnavailable, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
 /** The shape of an error we log: never the SQL text or parameters TypeORM attaches to its errors. */
@@ -9,7 +10,10 @@ function loggable(error: unknown): Record<string, unknown> {
   return { type: name, message, code, stack };
 }
 
-/** One filter for every failure of every route, the HTTP layer's own errors and unknown routes included. */
+/**
+ * One filter for every failure of every route, the HTTP layer's own errors and unknown routes
+ * included. It also sends idempotent replays, which reach it as an IdempotentReplay.
+ */
 @Catch()
 export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
@@ -17,6 +21,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const reply = host.switchToHttp().getResponse<FastifyReply>();
+    if (exception instanceof IdempotentReplay) return this.replay(reply, exception);
     const problem = toProblem(exception, request.url.split('?')[0], String(request.id));
     if (problem.unexpected) {
       this.logger.error({ err: loggable(exception), requestId: request.id }, 'Unexpected error');
@@ -24,5 +29,15 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       this.logger.warn({ requestId: request.id, code: (exception as { code?: unknown }).code }, 'Database unreachable');
     }
     reply.status(problem.body.status).headers(problem.headers).type(PROBLEM_CONTENT_TYPE).send(problem.body);
+  }
+
+  /** The stored answer of an earlier request with the same idempotency key, as it was sent then. */
+  private replay(reply: FastifyReply, stored: IdempotentReplay): void {
+    if (stored.location) reply.header('Location', stored.location);
+    reply
+      .status(stored.status)
+      .header('Idempotent-Replayed', 'true')
+      .type(stored.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8')
+      .send(stored.body);
   }
 }

@@ -21,3 +21,37 @@ export async function newSourceWithKey(app: NestFastifyApplication, source = uni
   const body = res.json();
   return { id: body.id, source, key: body.key };
 }
+
+let sequence = 0;
+
+/** A valid document body for `source`; every call gets its own externalId. */
+export function documentBody(source: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  sequence += 1;
+  return {
+    source,
+    externalId: `INV-${Date.now()}-${sequence}`,
+    type: 'INVOICE',
+    taxpayer: { taxId: 'DE123456789', name: 'Muster GmbH', country: 'DE' },
+    issueDate: '2026-11-20',
+    currency: 'EUR',
+    totalAmount: '119.00',
+    taxAmount: '19.00',
+    ...overrides,
+  };
+}
+
+export function newIdempotencyKey(): string {
+  return `idem-${randomBytes(12).toString('hex')}`;
+}
+
+export function postDocument(app: NestFastifyApplication, key: string, body: unknown, idempotencyKey: string | null = newIdempotencyKey()) {
+  const headers: Record<string, string> = { 'x-api-key': key, 'content-type': 'application/json' };
+  if (idempotencyKey !== null) headers['x-idempotency-key'] = idempotencyKey;
+  return app.inject({ method: 'POST', url: '/api/v1/documents', headers, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+}
+
+export function cancelDocument(app: NestFastifyApplication, key: string, id: string, idempotencyKey: string | null = newIdempotencyKey()) {
+  const headers: Record<string, string> = { 'x-api-key': key };
+  if (idempotencyKey !== null) headers['x-idempotency-key'] = idempotencyKey;
+  return app.inject({ method: 'POST', url: `/api/v1/documents/${id}/cancel`, headers });
+}

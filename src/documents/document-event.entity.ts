@@ -1,0 +1,35 @@
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import { DocumentEntity } from './document.entity';
+import type { DocumentStatus } from './lifecycle';
+
+export type DocumentEventType = 'document.created' | 'document.status_changed';
+
+/** The client event feed: one row per creation and status change, written with the change itself. */
+@Entity('document_events')
+@Index('idx_document_events_source_id', ['source', 'id'])
+export class DocumentEventEntity {
+  @PrimaryGeneratedColumn('identity', { type: 'bigint' })
+  id: string;
+
+  @Column({ type: 'varchar', length: 63 })
+  source: string;
+
+  @Column({ name: 'document_id', type: 'uuid' })
+  documentId: string;
+
+  @ManyToOne(() => DocumentEntity, { onDelete: 'CASCADE', createForeignKeyConstraints: true })
+  @JoinColumn({ name: 'document_id', foreignKeyConstraintName: 'fk_document_events_document' })
+  document?: DocumentEntity;
+
+  @Column({ type: 'varchar', length: 32 })
+  type: DocumentEventType;
+
+  @Column({ type: 'varchar', length: 20 })
+  status: DocumentStatus;
+
+  @Column({ name: 'previous_status', type: 'varchar', length: 20, nullable: true })
+  previousStatus: DocumentStatus | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+}

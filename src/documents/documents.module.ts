@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { DocumentEventsService } from './document-events.service';
+import { DocumentsController } from './documents.controller';
+import { DocumentsService } from './documents.service';
+import { EventsController } from './events.controller';
+
+@Module({
+  controllers: [DocumentsController, EventsController],
+  providers: [DocumentsService, DocumentEventsService],
+  exports: [DocumentsService, DocumentEventsService],
+})
+export class DocumentsModule {}

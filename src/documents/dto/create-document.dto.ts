@@ -1,0 +1,109 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  IsDefined,
+  IsIn,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  registerDecorator,
+  ValidateNested,
+  ValidationArguments,
+} from 'class-validator';
+import { DOCUMENT_TYPES } from '../document.entity';
+import type { DocumentType } from '../document.entity';
+import { AMOUNT_PATTERN, amountUnits, isCalendarDate, ISO_COUNTRIES, ISO_CURRENCIES } from '../reference-data';
+
+function rule(name: string, message: string, test: (value: unknown, args: ValidationArguments) => boolean) {
+  return (target: object, propertyName: string) =>
+    registerDecorator({ name, target: target.constructor, propertyName, options: { message }, validator: { validate: test } });
+}
+
+const IsCountry = () => rule('isCountry', 'must be an ISO 3166-1 alpha-2 country code in upper case', (v) => typeof v === 'string' && ISO_COUNTRIES.has(v));
+const IsCurrency = () => rule('isCurrency', 'must be an ISO 4217 currency code in upper case', (v) => typeof v === 'string' && ISO_CURRENCIES.has(v));
+const IsCalendarDate = () => rule('isCalendarDate', 'must be a real calendar date as YYYY-MM-DD', (v) => typeof v === 'string' && isCalendarDate(v));
+const IsAmount = () =>
+  rule('isAmount', 'must be a decimal string with up to 15 digits and 4 decimals, e.g. "119.00"', (v) => typeof v === 'string' && AMOUNT_PATTERN.test(v));
+const NotAboveTotal = () =>
+  rule('notAboveTotal', 'must not exceed totalAmount', (v, args) => {
+    const total = (args.object as { totalAmount?: unknown }).totalAmount;
+    // Only comparable when both are well-formed; each field reports its own format problem otherwise.
+    if (typeof v !== 'string' || typeof total !== 'string' || !AMOUNT_PATTERN.test(v) || !AMOUNT_PATTERN.test(total)) return true;
+    return amountUnits(v) <= amountUnits(total);
+  });
+const IsMetadata = () =>
+  rule('isMetadata', 'must have at most 20 keys of at most 40 characters, each with a string value of at most 500 characters', (v) => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+    const entries = Object.entries(v);
+    return entries.length <= 20 && entries.every(([key, value]) => key.length >= 1 && key.length <= 40 && typeof value === 'string' && value.length <= 500);
+  });
+
+export class TaxpayerDto {
+  @ApiProperty({ example: 'DE123456789', minLength: 1, maxLength: 64 })
+  @IsString()
+  @Length(1, 64)
+  taxId: string;
+
+  @ApiProperty({ example: 'Muster GmbH', minLength: 1, maxLength: 200 })
+  @IsString()
+  @Length(1, 200)
+  name: string;
+
+  @ApiProperty({ example: 'DE', description: 'ISO 3166-1 alpha-2, upper case' })
+  @IsCountry()
+  country: string;
+}
+
+export class CreateDocumentDto {
+  @ApiProperty({ example: 'acme-erp', description: "Must be the API key's own source, otherwise 401" })
+  @IsDefined({ message: 'is required' })
+  @IsString()
+  source: string;
+
+  @ApiProperty({ example: 'INV-2026-0001', minLength: 1, maxLength: 128, description: 'Your own id; unique per source' })
+  @IsString()
+  @Length(1, 128)
+  externalId: string;
+
+  @ApiProperty({ enum: DOCUMENT_TYPES, example: 'INVOICE' })
+  @IsIn(DOCUMENT_TYPES, { message: `must be one of ${DOCUMENT_TYPES.join(', ')}` })
+  type: DocumentType;
+
+  @ApiProperty({ type: TaxpayerDto })
+  @IsDefined({ message: 'is required' })
+  @IsObject({ message: 'must be an object' })
+  @ValidateNested()
+  @Type(() => TaxpayerDto)
+  taxpayer: TaxpayerDto;
+
+  @ApiProperty({ example: '2026-11-20', format: 'date' })
+  @IsCalendarDate()
+  issueDate: string;
+
+  @ApiProperty({ example: 'EUR', description: 'ISO 4217, upper case' })
+  @IsCurrency()
+  currency: string;
+
+  @ApiProperty({ example: '119.00', pattern: AMOUNT_PATTERN.source })
+  @IsAmount()
+  totalAmount: string;
+
+  @ApiProperty({ example: '19.00', pattern: AMOUNT_PATTERN.source, description: 'At most totalAmount' })
+  @IsAmount()
+  @NotAboveTotal()
+  taxAmount: string;
+
+  @ApiPropertyOptional({ example: 'PAY-2026-0001', maxLength: 128, description: 'The bank’s payment reference; unique across all documents' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 128)
+  @Matches(/^[A-Za-z0-9._:/-]+$/, { message: 'may only contain letters, digits and . _ : / -' })
+  providerReference?: string;
+
+  @ApiPropertyOptional({ example: { costCenter: 'CC-42' }, description: 'Up to 20 string values' })
+  @IsOptional()
+  @IsMetadata()
+  metadata?: Record<string, string>;
+}

@@ -1,0 +1,35 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { DOCUMENT_TYPES } from '../document.entity';
+import { DOCUMENT_STATUSES } from '../lifecycle';
+import { TaxpayerDto } from './create-document.dto';
+
+export class PaymentDto {
+  @ApiProperty({ nullable: true, type: String, example: 'PAID', description: 'The last provider status applied or recorded' })
+  status: string | null;
+  @ApiProperty({ nullable: true, type: String, example: 'evt_123' }) lastEventId: string | null;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) updatedAt: string | null;
+}
+
+export class DocumentResponseDto {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ example: 'acme-erp' }) source: string;
+  @ApiProperty({ example: 'INV-2026-0001' }) externalId: string;
+  @ApiProperty({ enum: DOCUMENT_TYPES }) type: string;
+  @ApiProperty({ type: TaxpayerDto }) taxpayer: TaxpayerDto;
+  @ApiProperty({ example: '2026-11-20', format: 'date' }) issueDate: string;
+  @ApiProperty({ example: 'EUR' }) currency: string;
+  @ApiProperty({ example: '119.00' }) totalAmount: string;
+  @ApiProperty({ example: '19.00' }) taxAmount: string;
+  @ApiProperty({ nullable: true, type: String, example: 'PAY-2026-0001' }) providerReference: string | null;
+  @ApiProperty({ enum: DOCUMENT_STATUSES, example: 'PENDING_PAYMENT' }) status: string;
+  @ApiProperty({ type: PaymentDto }) payment: PaymentDto;
+  @ApiProperty({ example: { costCenter: 'CC-42' } }) metadata: Record<string, string>;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
+}
+
+export class DocumentPageDto {
+  @ApiProperty({ type: [DocumentResponseDto] }) data: DocumentResponseDto[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last page' })
+  nextCursor: string | null;
+}

@@ -1,0 +1,39 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { CurrentKey } from '../auth/authenticated-key';
+import type { AuthenticatedKey } from '../auth/authenticated-key';
+import { ApiProblems } from '../common/problem.dto';
+import { DocumentEventsService, EventPage } from './document-events.service';
+import { ListEventsQueryDto } from './dto/list-documents-query.dto';
+import { DOCUMENT_STATUSES } from './lifecycle';
+
+class DocumentEventDto {
+  @ApiProperty({ example: '42', description: 'Grows with every event' }) id: string;
+  @ApiProperty({ enum: ['document.created', 'document.status_changed'] }) type: string;
+  @ApiProperty({ format: 'uuid' }) documentId: string;
+  @ApiProperty({ enum: DOCUMENT_STATUSES }) status: string;
+  @ApiProperty({ enum: DOCUMENT_STATUSES, nullable: true }) previousStatus: string | null;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+}
+
+class EventPageDto {
+  @ApiProperty({ type: [DocumentEventDto] }) data: DocumentEventDto[];
+  @ApiProperty({ nullable: true, type: String, description: 'Where to resume (pass as `after`); null only while the source has no events' })
+  nextCursor: string | null;
+  @ApiProperty() hasMore: boolean;
+}
+
+@ApiTags('events')
+@ApiSecurity('apiKey')
+@Controller('api/v1/events')
+export class EventsController {
+  constructor(private readonly events: DocumentEventsService) {}
+
+  @Get()
+  @ApiOperation({ summary: "The source's document events, oldest first; page with `after`" })
+  @ApiOkResponse({ type: EventPageDto })
+  @ApiProblems('UNAUTHORIZED', 'VALIDATION_ERROR', 'RATE_LIMITED')
+  list(@CurrentKey() key: AuthenticatedKey, @Query() query: ListEventsQueryDto): Promise<EventPage> {
+    return this.events.list(key.source, query.after, query.limit ?? 20);
+  }
+}

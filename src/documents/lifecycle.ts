@@ -1,0 +1,54 @@
+/**
+ * The document lifecycle of CONTRACT §2.4 as data, and the one function that applies it. The cancel
+ * endpoint and the bank webhook both go through `transition`; nothing else changes a status.
+ */
+export const DOCUMENT_STATUSES = ['PENDING_PAYMENT', 'PAID', 'PAYMENT_FAILED', 'CANCELLED', 'REFUNDED'] as const;
+export type DocumentStatus = (typeof DOCUMENT_STATUSES)[number];
+
+export const ALLOWED_TRANSITIONS: Record<DocumentStatus, readonly DocumentStatus[]> = {
+  PENDING_PAYMENT: ['PAID', 'PAYMENT_FAILED', 'CANCELLED'],
+  PAYMENT_FAILED: ['PAID', 'CANCELLED'],
+  PAID: ['REFUNDED'],
+  REFUNDED: [],
+  CANCELLED: [],
+};
+
+/** Provider statuses (compared case-insensitively) and the document status each leads to; null: recorded only. */
+export const PROVIDER_STATUS_EFFECT: Record<string, DocumentStatus | null> = {
+  PENDING: null,
+  PROCESSING: null,
+  PAID: 'PAID',
+  FAILED: 'PAYMENT_FAILED',
+  REFUNDED: 'REFUNDED',
+};
+
+export type LifecycleInput = { kind: 'cancel' } | { kind: 'provider'; status: string };
+
+export type LifecycleOutcome =
+  /** The document moves to `to`. */
+  | { result: 'changed'; to: DocumentStatus }
+  /** A known provider status that only updates the payment information. */
+  | { result: 'recorded' }
+  /** Not allowed from the current status (late, out of order, or unknown): nothing changes. */
+  | { result: 'refused'; reason: 'unknown_status' | 'not_allowed' };
+
+/** Payment progress (PENDING, PROCESSING) is news only while the document still awaits its payment. */
+const AWAITING_PAYMENT: readonly DocumentStatus[] = ['PENDING_PAYMENT', 'PAYMENT_FAILED'];
+
+export function isFinal(status: DocumentStatus): boolean {
+  return ALLOWED_TRANSITIONS[status].length === 0;
+}
+
+export function transition(current: DocumentStatus, input: LifecycleInput): LifecycleOutcome {
+  let target: DocumentStatus;
+  if (input.kind === 'cancel') {
+    target = 'CANCELLED';
+  } else {
+    const key = input.status.toUpperCase();
+    if (!Object.hasOwn(PROVIDER_STATUS_EFFECT, key)) return { result: 'refused', reason: 'unknown_status' };
+    const effect = PROVIDER_STATUS_EFFECT[key];
+    if (effect === null) return AWAITING_PAYMENT.includes(current) ? { result: 'recorded' } : { result: 'refused', reason: 'not_allowed' };
+    target = effect;
+  }
+  return ALLOWED_TRANSITIONS[current].includes(target) ? { result: 'changed', to: target } : { result: 'refused', reason: 'not_allowed' };
+}

@@ -1,0 +1,33 @@
+import { CallHandler, ExecutionContext, HttpStatus, Injectable, NestInterceptor } from '@nestjs/common';
+import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { from, lastValueFrom, Observable } from 'rxjs';
+import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard';
+import { IdempotencyService } from './idempotency.service';
+import { requestFingerprint } from './fingerprint';
+
+/** Every POST under /api/v1 happens at most once per (source, X-Idempotency-Key). */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  constructor(private readonly idempotency: IdempotencyService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    if (request.method !== 'POST' || !request.routeOptions.url?.startsWith(EXTERNAL_API_PREFIX)) return next.handle();
+    const reply = context.switchToHttp().getResponse<FastifyReply>();
+    const key = IdempotencyService.parseKey(request.headers['x-idempotency-key']);
+    const path = request.url.split('?')[0];
+    return from(
+      this.idempotency.execute({
+        source: request.apiKey!.source,
+        key,
+        fingerprint: requestFingerprint(request.method, path, request.body),
+        instance: path,
+        requestId: String(request.id),
+        successStatus: Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) ?? HttpStatus.CREATED,
+        operation: () => lastValueFrom(next.handle(), { defaultValue: undefined }),
+        location: () => (reply.getHeader('location') as string | undefined) ?? null,
+      }),
+    );
+  }
+}

@@ -1,0 +1,105 @@
+import { cancelDocument, documentBody, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
+import { startTestApp, TestApp } from '../support/test-app';
+
+interface FeedEvent {
+  id: string;
+  type: string;
+  documentId: string;
+  status: string;
+  previousStatus: string | null;
+  createdAt: string;
+}
+
+describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
+  let t: TestApp;
+  const feed = (key: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/events${query}`, headers: { 'x-api-key': key } });
+
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('has no events and a null cursor for a new source', async () => {
+    const fresh = await newSourceWithKey(t.app);
+    const res = await feed(fresh.key);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ data: [], nextCursor: null, hasMore: false });
+  });
+
+  it('records creation and status changes oldest first, only of the key\u2019s own source', async () => {
+    const mine = await newSourceWithKey(t.app);
+    const other = await newSourceWithKey(t.app);
+    const doc = (await postDocument(t.app, mine.key, documentBody(mine.source))).json();
+    await postDocument(t.app, other.key, documentBody(other.source));
+    await cancelDocument(t.app, mine.key, doc.id);
+
+    const res = await feed(mine.key);
+    const { data, nextCursor, hasMore } = res.json() as { data: FeedEvent[]; nextCursor: string; hasMore: boolean };
+    expect(data).toEqual([
+      { id: expect.any(String), type: 'document.created', documentId: doc.id, status: 'PENDING_PAYMENT', previousStatus: null, createdAt: doc.createdAt },
+      { id: expect.any(String), type: 'document.status_changed', documentId: doc.id, status: 'CANCELLED', previousStatus: 'PENDING_PAYMENT', createdAt: expect.any(String) },
+    ]);
+    expect(BigInt(data[1].id)).toBeGreaterThan(BigInt(data[0].id));
+    expect(hasMore).toBe(false);
+
+    // Nothing new: the same cursor comes back, never null.
+    const caughtUp = (await feed(mine.key, `?after=${nextCursor}`)).json();
+    expect(caughtUp).toEqual({ data: [], nextCursor, hasMore: false });
+  });
+
+  it('pages with after and limit, with hasMore telling whether to go on', async () => {
+    const source = await newSourceWithKey(t.app);
+    for (let i = 0; i < 5; i++) await postDocument(t.app, source.key, documentBody(source.source));
+    const first = (await feed(source.key, '?limit=2')).json();
+    expect(first.data).toHaveLength(2);
+    expect(first.hasMore).toBe(true);
+    const second = (await feed(source.key, `?limit=2&after=${first.nextCursor}`)).json();
+    const third = (await feed(source.key, `?limit=2&after=${second.nextCursor}`)).json();
+    expect([second.data.length, second.hasMore, third.data.length, third.hasMore]).toEqual([2, true, 1, false]);
+    const ids = [...first.data, ...second.data, ...third.data].map((e: FeedEvent) => e.id);
+    expect(new Set(ids).size).toBe(5);
+  });
+
+  it.each([['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?after=nonsense', 'after'], ['?after=ZDox', 'after'], ['?since=1', 'since']])(
+    'refuses %s with 422 naming %s',
+    async (query, field) => {
+      const source = await newSourceWithKey(t.app);
+      const res = await feed(source.key, query);
+      expect(res.statusCode).toBe(422);
+      expect(res.json().errors[0].field).toBe(field);
+    },
+  );
+
+  it('lets a client paging during concurrent changes see every change exactly once, in order', async () => {
+    const source: IssuedKey = await newSourceWithKey(t.app);
+    const seen: FeedEvent[] = [];
+    let cursor = '';
+    const poll = async () => {
+      const page = (await feed(source.key, `?limit=7${cursor ? `&after=${cursor}` : ''}`)).json();
+      seen.push(...page.data);
+      if (page.nextCursor) cursor = page.nextCursor;
+      return page.hasMore as boolean;
+    };
+    let writing = true;
+    const poller = (async () => {
+      while (writing) await poll();
+    })();
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, i) => {
+        const doc = (await postDocument(t.app, source.key, documentBody(source.source))).json();
+        if (i % 3 === 0) await cancelDocument(t.app, source.key, doc.id);
+      }),
+    );
+    writing = false;
+    await poller;
+    while (await poll());
+
+    expect(seen).toHaveLength(40);
+    const ids = seen.map((e) => BigInt(e.id));
+    for (let i = 1; i < ids.length; i++) expect(ids[i]).toBeGreaterThan(ids[i - 1]);
+    const byDocument = new Map<string, string[]>();
+    for (const e of seen) byDocument.set(e.documentId, [...(byDocument.get(e.documentId) ?? []), e.type]);
+    expect(byDocument.size).toBe(30);
+    for (const types of byDocument.values()) expect(types[0]).toBe('document.created');
+  });
+});
