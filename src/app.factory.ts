@@ -13,6 +13,8 @@ function setupOpenApi(app: NestFastifyApplication): void {
       .setTitle('Tax Document Gateway')
       .setDescription('Documents API for client applications, the bank payment webhook, and operations endpoints.')
       .setVersion('1')
+      .addApiKey({ type: 'apiKey', in: 'header', name: 'X-API-Key' }, 'apiKey')
+      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN, for /admin' })
       .build(),
   );
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json', yamlDocumentUrl: 'docs/openapi.yaml' });

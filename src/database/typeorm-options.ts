@@ -29,6 +29,9 @@ export function buildDataSourceOptions({ url, poolSize = 10 }: DatabaseSettings)
       // Fail fast while the database is unreachable, so requests get a 503 instead of hanging.
       connectionTimeoutMillis: 3000,
       application_name: 'tax-document-gateway',
+      // The lease on every claim: a transaction whose process hangs (rather than dies, which rolls
+      // back at once) is ended by the server, freeing its idempotency key and locks.
+      options: '-c idle_in_transaction_session_timeout=30000',
     },
   };
 }

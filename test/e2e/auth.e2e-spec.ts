@@ -120,3 +120,33 @@ describe('revocation across two instances on one database', () => {
     expect((await me(a, issued.key)).statusCode).toBe(401);
   });
 });
+
+describe('rate limit per API key (CONTRACT §1)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '3' } });
+  });
+  afterAll(() => t.close());
+
+  it('answers 429 RATE_LIMITED with Retry-After past the limit, before the idempotency check, for that key only', async () => {
+    const limited = await newSourceWithKey(t.app);
+    const other = await newSourceWithKey(t.app);
+    for (let i = 0; i < 3; i++) expect((await me(t, limited.key)).statusCode).toBe(200);
+    const refused = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/documents',
+      headers: { 'x-api-key': limited.key, 'content-type': 'application/json' },
+      payload: '{}',
+    });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toMatchObject({ code: 'RATE_LIMITED', status: 429 });
+    const retryAfter = Number(refused.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect((await me(t, limited.key)).statusCode).toBe(429);
+    expect((await me(t, other.key)).statusCode).toBe(200);
+    // An unknown key is refused as unknown, not counted against anyone.
+    expect((await me(t, 'sk_tax_' + 'z'.repeat(43))).statusCode).toBe(401);
+  });
+});

@@ -1,3 +1,5 @@
+import { DataSource } from 'typeorm';
+import { DocumentEventsService } from '../../src/documents/document-events.service';
 import { cancelDocument, documentBody, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
 import { startTestApp, TestApp } from '../support/test-app';
 
@@ -101,5 +103,37 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
     for (const e of seen) byDocument.set(e.documentId, [...(byDocument.get(e.documentId) ?? []), e.type]);
     expect(byDocument.size).toBe(30);
     for (const types of byDocument.values()) expect(types[0]).toBe('document.created');
+  });
+
+  it('does not let a reader page past an event whose transaction commits late', async () => {
+    const source = await newSourceWithKey(t.app);
+    const doc = (await postDocument(t.app, source.key, documentBody(source.source))).json();
+    const start = (await feed(source.key)).json();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let appended!: () => void;
+    const wasAppended = new Promise<void>((resolve) => (appended = resolve));
+    // A slow writer: takes its event id, then keeps its transaction open.
+    const slow = t.app.get(DataSource).transaction(async (manager) => {
+      await t.app.get(DocumentEventsService).append(manager, {
+        source: source.source,
+        documentId: doc.id,
+        type: 'document.status_changed',
+        status: 'PAYMENT_FAILED',
+        previousStatus: 'PENDING_PAYMENT',
+      });
+      appended();
+      await gate;
+    });
+    await wasAppended;
+    const fast = postDocument(t.app, source.key, documentBody(source.source));
+    await new Promise((r) => setTimeout(r, 300));
+    const during = (await feed(source.key, `?after=${start.nextCursor}`)).json();
+    release();
+    await slow;
+    expect((await fast).statusCode).toBe(201);
+    const after = (await feed(source.key, `?after=${during.nextCursor}`)).json();
+    const seen = [...during.data, ...after.data].map((e: FeedEvent) => e.status);
+    expect(seen).toEqual(['PAYMENT_FAILED', 'PENDING_PAYMENT']);
   });
 });

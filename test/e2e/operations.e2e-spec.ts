@@ -59,4 +59,23 @@ describe('operations endpoints', () => {
     for (const value of Object.values(secrets)) expect(t.logs()).not.toContain(value);
     expect(t.logs()).not.toContain('SECRETKEYVALUE');
   });
+
+  it('describes the documents API in OpenAPI: fields, examples, headers and problem responses', async () => {
+    const spec = (await t.app.inject({ method: 'GET', url: '/docs/openapi.json' })).json();
+    const create = spec.paths['/api/v1/documents'].post;
+    expect(create.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'X-Idempotency-Key', in: 'header', required: true })]));
+    expect(Object.keys(create.responses).sort()).toEqual(['201', '401', '409', '413', '415', '422', '429', '500', '503']);
+    expect(create.responses['409'].content['application/problem+json'].schema.$ref).toBe('#/components/schemas/ProblemDto');
+    const body = spec.components.schemas.CreateDocumentDto;
+    expect(body.required).toEqual(expect.arrayContaining(['source', 'externalId', 'type', 'taxpayer', 'issueDate', 'currency', 'totalAmount', 'taxAmount']));
+    expect(body.properties.totalAmount).toMatchObject({ example: '119.00', pattern: expect.any(String) });
+    expect(body.properties.type.enum).toEqual(['INVOICE', 'CREDIT_NOTE', 'RECEIPT', 'TAX_RETURN']);
+    expect(spec.components.schemas.DocumentResponseDto.properties.payment.$ref).toBe('#/components/schemas/PaymentDto');
+    for (const [path, method] of [['/api/v1/documents/{id}', 'get'], ['/api/v1/documents/{id}/cancel', 'post'], ['/api/v1/events', 'get'], ['/api/v1/documents', 'get']]) {
+      const operation = spec.paths[path][method];
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '401']));
+    }
+    expect(Object.keys(spec.paths['/api/v1/documents/{id}/cancel'].post.responses)).toEqual(expect.arrayContaining(['404', '409', '422']));
+    expect(spec.components.securitySchemes).toMatchObject({ apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } });
+  });
 });

@@ -1,0 +1,109 @@
+import { Client } from 'pg';
+import { freePort } from '../../src/database/embedded-postgres';
+import { createTestDatabase, dropTestDatabase } from '../support/database';
+import { documentBody, newIdempotencyKey } from '../support/factories';
+import { Spawned, startGateway, waitFor } from '../support/processes';
+import { TEST_ADMIN_TOKEN } from '../support/test-app';
+
+interface Attempt {
+  key: string;
+  body: Record<string, unknown>;
+  status?: number;
+  id?: string;
+}
+
+describe('a gateway killed with SIGKILL while requests are in flight', () => {
+  let databaseUrl: string;
+  let port: number;
+  let gateway: Spawned | undefined;
+  let db: Client;
+
+  const base = () => `http://127.0.0.1:${port}`;
+  const launch = async () => {
+    gateway = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, LOG_LEVEL: 'warn', DB_POOL_SIZE: '30' });
+    await waitFor(async () => (await fetch(`${base()}/health/ready`)).ok, 'gateway');
+  };
+  const post = (apiKey: string, attempt: Attempt) =>
+    fetch(`${base()}/api/v1/documents`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey, 'x-idempotency-key': attempt.key },
+      body: JSON.stringify(attempt.body),
+    });
+  /** Retries as a client would: again after Retry-After while the key is still in use. */
+  const retry = async (apiKey: string, attempt: Attempt) => {
+    for (;;) {
+      const res = await post(apiKey, attempt);
+      if (res.status !== 409) return { status: res.status, replayed: res.headers.get('idempotent-replayed'), body: await res.json() };
+      await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
+    }
+  };
+
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    port = await freePort();
+    db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+  });
+  afterAll(async () => {
+    if (gateway?.child.exitCode === null) gateway.child.kill('SIGKILL');
+    await db.end();
+    await dropTestDatabase(databaseUrl);
+  });
+
+  it('leaves every document exactly once, and every retry gets one consistent answer', async () => {
+    await launch();
+    const issued = await (
+      await fetch(`${base()}/admin/api-keys`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+        body: JSON.stringify({ source: 'crash-test' }),
+      })
+    ).json();
+    const attempts: Attempt[] = Array.from({ length: 40 }, () => ({ key: newIdempotencyKey(), body: documentBody('crash-test') }));
+
+    // The first half completes before the crash.
+    for (const attempt of attempts.slice(0, 20)) {
+      const res = await post(issued.key, attempt);
+      attempt.status = res.status;
+      attempt.id = (await res.json()).id;
+    }
+    expect(attempts.slice(0, 20).every((a) => a.status === 201)).toBe(true);
+
+    // The second half is held inside its transactions (the source's feed lock is taken), then the process dies.
+    await db.query('SELECT pg_advisory_lock(7340215, hashtext($1))', ['crash-test']);
+    const inFlight = attempts.slice(20).map((attempt) => post(issued.key, attempt).then((r) => r.status, () => 'connection lost'));
+    await waitFor(async () => {
+      const { rows } = await db.query(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+      return Number(rows[0].count) === 20;
+    }, 'requests blocked in flight', 10000);
+    gateway!.child.kill('SIGKILL');
+    expect(await gateway!.exited).toBe('SIGKILL');
+    expect(new Set(await Promise.all(inFlight))).toEqual(new Set(['connection lost']));
+    await db.query('SELECT pg_advisory_unlock(7340215, hashtext($1))', ['crash-test']);
+
+    await launch();
+    const answers = [];
+    for (const attempt of attempts) answers.push(await retry(issued.key, attempt));
+    attempts.forEach((attempt, i) => {
+      expect(answers[i].status).toBe(201);
+      if (attempt.id) {
+        // Completed before the crash: the retry is the stored answer.
+        expect(answers[i].replayed).toBe('true');
+        expect(answers[i].body.id).toBe(attempt.id);
+      }
+    });
+    const { rows } = await db.query(`SELECT external_id, count(*)::int AS n FROM documents WHERE source = 'crash-test' GROUP BY 1`);
+    expect(rows).toHaveLength(40);
+    expect(rows.every((r: { n: number }) => r.n === 1)).toBe(true);
+    const records = await db.query(`SELECT count(*)::int AS n FROM idempotency_records WHERE source = 'crash-test'`);
+    expect(records.rows[0].n).toBe(40);
+
+    // And the answer stays the same from now on.
+    for (const [i, attempt] of attempts.entries()) {
+      const again = await retry(issued.key, attempt);
+      expect([again.status, again.replayed, again.body.id]).toEqual([201, 'true', answers[i].body.id]);
+    }
+    gateway!.child.kill('SIGTERM');
+    expect(await gateway!.exited).toBe(0);
+  });
+});
