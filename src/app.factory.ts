@@ -4,7 +4,9 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
+import { registerJsonBodyParser } from './common/json-body-parser';
 import { MetricsService } from './metrics/metrics.service';
+import { BANK_WEBHOOK_PATH } from './webhooks/webhook-signature';
 
 function setupOpenApi(app: NestFastifyApplication): void {
   const document = SwaggerModule.createDocument(
@@ -35,7 +37,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
     return503OnClosing: false,
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
-    rawBody: true,
+    bodyParser: false,
     bufferLogs: true,
     abortOnError: false,
   });
@@ -43,6 +45,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
   registerHttpHooks(fastify);
+  registerJsonBodyParser(fastify, [BANK_WEBHOOK_PATH]);
   app.get(MetricsService).instrument(fastify);
   setupOpenApi(app);
   await app.init();

@@ -15,6 +15,7 @@ import { HealthModule } from './health/health.module';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 export interface AppModuleOptions {
   config: AppConfig;
@@ -42,6 +43,7 @@ export class AppModule {
         AdminModule,
         IdempotencyModule,
         DocumentsModule,
+        WebhooksModule,
         ...extraModules,
       ],
       providers: [

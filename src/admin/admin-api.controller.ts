@@ -12,8 +12,17 @@ import {
 import type { FastifyRequest } from 'fastify';
 import { AdminApiKeysService } from './admin-api-keys.service';
 import { AdminTokenGuard } from './admin-token.guard';
+import { WebhookEventsService } from '../webhooks/webhook-events.service';
 import { AuditLogService } from './audit-log.service';
-import { ApiKeyResponseDto, CreateApiKeyDto, IssuedApiKeyResponseDto, LimitQueryDto, ListApiKeysQueryDto, RotateApiKeyDto } from './dto/api-key.dto';
+import {
+  ApiKeyResponseDto,
+  CreateApiKeyDto,
+  IssuedApiKeyResponseDto,
+  LimitQueryDto,
+  ListApiKeysQueryDto,
+  RotateApiKeyDto,
+  WebhookEventsQueryDto,
+} from './dto/api-key.dto';
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -25,6 +34,7 @@ export class AdminApiController {
   constructor(
     private readonly keys: AdminApiKeysService,
     private readonly audit: AuditLogService,
+    private readonly webhookEvents: WebhookEventsService,
   ) {}
 
   @Post('api-keys')
@@ -67,5 +77,11 @@ export class AdminApiController {
   @ApiOperation({ summary: 'Recent admin actions, newest first' })
   async auditLog(@Query() query: LimitQueryDto) {
     return { data: await this.audit.recent(query.limit ?? 50) };
+  }
+
+  @Get('webhook-events')
+  @ApiOperation({ summary: 'Bank webhook deliveries, newest first, optionally by outcome' })
+  async listWebhookEvents(@Query() query: WebhookEventsQueryDto) {
+    return { data: await this.webhookEvents.list({ outcome: query.status, limit: query.limit ?? 50 }) };
   }
 }

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuthModule } from '../auth/auth.module';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 import { AdminApiKeysService } from './admin-api-keys.service';
 import { AdminApiController } from './admin-api.controller';
 import { AdminAuthFailureEntity } from './admin-auth-failure.entity';
@@ -11,7 +12,7 @@ import { AuditLogEntity } from './audit-log.entity';
 import { AuditLogService } from './audit-log.service';
 
 @Module({
-  imports: [AuthModule, TypeOrmModule.forFeature([AuditLogEntity, AdminAuthFailureEntity])],
+  imports: [AuthModule, WebhooksModule, TypeOrmModule.forFeature([AuditLogEntity, AdminAuthFailureEntity])],
   controllers: [AdminApiController],
   providers: [adminTokenProvider, AdminTokenGuard, AdminAuthFailuresService, AdminApiKeysService, AuditLogService],
 })

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { TransactionContext } from '../database/transaction-context';
 import { DocumentEventsService } from './document-events.service';
+import { DocumentPaymentsService } from './document-payments.service';
 import { DocumentEntity } from './document.entity';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto';
@@ -13,17 +15,29 @@ import { transition } from './lifecycle';
 
 const DEFAULT_PAGE_SIZE = 20;
 
+/** Work that belongs to a document's creation, run in its transaction (e.g. applying early payment events). */
+export type DocumentCreatedHook = (manager: EntityManager, document: DocumentEntity) => Promise<void>;
+
 @Injectable()
 export class DocumentsService {
+  private readonly createdHooks: DocumentCreatedHook[] = [];
+
   constructor(
     private readonly tx: TransactionContext,
     private readonly events: DocumentEventsService,
+    private readonly payments: DocumentPaymentsService,
   ) {}
+
+  /** Lets another module take part in creation without this module depending on it. */
+  onCreated(hook: DocumentCreatedHook): void {
+    this.createdHooks.push(hook);
+  }
 
   /** Runs inside the idempotency transaction: the document, its event and the stored response commit together. */
   async create(key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
     if (dto.source !== key.source) throw new AppError('UNAUTHORIZED', 'This API key is not valid for the source named in the request');
     const manager = this.tx.manager;
+    if (dto.providerReference) await this.payments.lockProviderReference(manager, dto.providerReference);
     // ON CONFLICT DO NOTHING: a duplicate is a business answer, not an error that aborts the transaction.
     const inserted = await manager
       .createQueryBuilder()
@@ -49,7 +63,9 @@ export class DocumentsService {
     const id = (inserted.raw as Array<{ id: string }>)[0]?.id;
     if (!id) throw await this.duplicateError(dto);
     await this.events.append(manager, { source: dto.source, documentId: id, type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null });
-    return DocumentsService.view(await manager.findOneByOrFail(DocumentEntity, { id }));
+    const document = await manager.findOneByOrFail(DocumentEntity, { id });
+    for (const hook of this.createdHooks) await hook(manager, document);
+    return DocumentsService.view(document);
   }
 
   private async duplicateError(dto: CreateDocumentDto): Promise<AppError> {

@@ -33,7 +33,7 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
   const retry = async (apiKey: string, attempt: Attempt) => {
     for (;;) {
       const res = await post(apiKey, attempt);
-      if (res.status !== 409) return { status: res.status, replayed: res.headers.get('idempotent-replayed'), body: await res.json() };
+      if (res.status !== 409) return { status: res.status, replayed: res.headers.get('idempotent-replayed'), body: (await res.json()) as { id: string } };
       await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
     }
   };
@@ -52,20 +52,20 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
 
   it('leaves every document exactly once, and every retry gets one consistent answer', async () => {
     await launch();
-    const issued = await (
+    const issued = (await (
       await fetch(`${base()}/admin/api-keys`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
         body: JSON.stringify({ source: 'crash-test' }),
       })
-    ).json();
+    ).json()) as { key: string };
     const attempts: Attempt[] = Array.from({ length: 40 }, () => ({ key: newIdempotencyKey(), body: documentBody('crash-test') }));
 
     // The first half completes before the crash.
     for (const attempt of attempts.slice(0, 20)) {
       const res = await post(issued.key, attempt);
       attempt.status = res.status;
-      attempt.id = (await res.json()).id;
+      attempt.id = ((await res.json()) as { id: string }).id;
     }
     expect(attempts.slice(0, 20).every((a) => a.status === 201)).toBe(true);
 
@@ -82,7 +82,7 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
     await db.query('SELECT pg_advisory_unlock(7340215, hashtext($1))', ['crash-test']);
 
     await launch();
-    const answers = [];
+    const answers: Array<{ status: number; replayed: string | null; body: { id: string } }> = [];
     for (const attempt of attempts) answers.push(await retry(issued.key, attempt));
     attempts.forEach((attempt, i) => {
       expect(answers[i].status).toBe(201);

@@ -1,6 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsDateString, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { IsDateString, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { WEBHOOK_OUTCOMES } from '../../webhooks/webhook-event.entity';
+import type { WebhookOutcome } from '../../webhooks/webhook-event.entity';
 
 export const SOURCE_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
 
@@ -47,6 +49,13 @@ export class LimitQueryDto {
   @Min(1)
   @Max(200)
   limit?: number;
+}
+
+export class WebhookEventsQueryDto extends LimitQueryDto {
+  @ApiPropertyOptional({ enum: WEBHOOK_OUTCOMES, description: 'Only events with this outcome' })
+  @IsOptional()
+  @IsIn(WEBHOOK_OUTCOMES, { message: `must be one of ${WEBHOOK_OUTCOMES.join(', ')}` })
+  status?: WebhookOutcome;
 }
 
 export class ApiKeyResponseDto {

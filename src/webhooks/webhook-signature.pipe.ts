@@ -1,0 +1,83 @@
+import { createParamDecorator, ExecutionContext, Injectable, Logger, OnModuleInit, PipeTransform } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../common/app-error';
+import { FieldError } from '../common/error-codes';
+import { AppConfig } from '../config/app-config';
+import { SignatureVerdict, SignedRequest, verifyWebhookSignature } from './webhook-signature';
+
+export interface PaymentStatusPayload {
+  eventId: string;
+  eventType: string;
+  status: string;
+  providerReference: string;
+}
+
+export interface VerifiedDelivery {
+  payload: PaymentStatusPayload;
+  rawBody: Buffer;
+  signedAt: Date;
+}
+
+/** The parts of a delivery the signature covers, untouched: the headers and the raw body bytes. */
+export const SignedDelivery = createParamDecorator((_data: unknown, ctx: ExecutionContext): SignedRequest => {
+  const request = ctx.switchToHttp().getRequest<FastifyRequest>();
+  return {
+    timestamp: request.headers['x-provider-timestamp'],
+    signature: request.headers['x-provider-signature'],
+    rawBody: request.rawBody ?? Buffer.alloc(0),
+  };
+});
+
+const DETAILS: Record<Exclude<SignatureVerdict, { valid: true }>['reason'], string> = {
+  not_configured: 'The webhook signature could not be verified',
+  missing_header: 'X-Provider-Timestamp and X-Provider-Signature are required',
+  malformed_timestamp: 'X-Provider-Timestamp must be an ISO 8601 UTC time with milliseconds, e.g. 2026-11-21T10:15:30.123Z',
+  outside_window: 'X-Provider-Timestamp is outside the accepted time window',
+  mismatch: 'The webhook signature could not be verified',
+};
+
+const FIELDS = ['eventId', 'eventType', 'status', 'providerReference'] as const;
+
+/** The body as the spec shapes it (§2.1): an object with four non-empty strings; extra fields are kept, not read. */
+function parsePayload(rawBody: Buffer): PaymentStatusPayload {
+  let value: unknown;
+  try {
+    value = JSON.parse(rawBody.toString('utf8'));
+  } catch {
+    throw AppError.validation([{ field: 'body', message: 'is not valid JSON' }], 'The webhook body is malformed');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw AppError.validation([{ field: 'body', message: 'must be a JSON object' }], 'The webhook body is malformed');
+  }
+  const errors: FieldError[] = [];
+  for (const field of FIELDS) {
+    const v = (value as Record<string, unknown>)[field];
+    if (typeof v !== 'string' || v.length === 0 || v.length > 255) errors.push({ field, message: 'must be a non-empty string of at most 255 characters' });
+  }
+  if (errors.length) throw AppError.validation(errors, 'The webhook body is malformed');
+  return Object.fromEntries(FIELDS.map((f) => [f, (value as Record<string, string>)[f]])) as unknown as PaymentStatusPayload;
+}
+
+/**
+ * Verifies a bank delivery before anything looks at its body: signature (current or previous secret,
+ * constant-time), timestamp form and window. Only then is the body parsed and checked (422).
+ */
+@Injectable()
+export class WebhookSignaturePipe implements PipeTransform<SignedRequest, VerifiedDelivery>, OnModuleInit {
+  private readonly logger = new Logger('Webhooks');
+  private readonly secrets: string[];
+
+  constructor(private readonly config: AppConfig) {
+    this.secrets = [config.BANK_WEBHOOK_SECRET, config.BANK_WEBHOOK_SECRET_PREVIOUS].filter((s): s is string => Boolean(s));
+  }
+
+  onModuleInit(): void {
+    if (!this.config.BANK_WEBHOOK_SECRET) this.logger.warn('BANK_WEBHOOK_SECRET is not set: every bank webhook will be rejected with 401');
+  }
+
+  transform(delivery: SignedRequest): VerifiedDelivery {
+    const verdict = verifyWebhookSignature(delivery, this.secrets, this.config.WEBHOOK_TOLERANCE_SECONDS);
+    if (!verdict.valid) throw new AppError('WEBHOOK_SIGNATURE_INVALID', DETAILS[verdict.reason]);
+    return { payload: parsePayload(delivery.rawBody), rawBody: delivery.rawBody, signedAt: new Date(delivery.timestamp as string) };
+  }
+}
