@@ -1,9 +1,9 @@
 import { Client } from 'pg';
 import { freePort } from '../../src/database/embedded-postgres';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { documentBody, newIdempotencyKey } from '../support/factories';
+import { documentBody, newIdempotencyKey, signedWebhook } from '../support/factories';
 import { Spawned, startGateway, waitFor } from '../support/processes';
-import { TEST_ADMIN_TOKEN } from '../support/test-app';
+import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
 interface Attempt {
   key: string;
@@ -20,7 +20,7 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
 
   const base = () => `http://127.0.0.1:${port}`;
   const launch = async () => {
-    gateway = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, LOG_LEVEL: 'warn', DB_POOL_SIZE: '30' });
+    gateway = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, LOG_LEVEL: 'warn', DB_POOL_SIZE: '30' });
     await waitFor(async () => (await fetch(`${base()}/health/ready`)).ok, 'gateway');
   };
   const post = (apiKey: string, attempt: Attempt) =>
@@ -103,6 +103,27 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
       const again = await retry(issued.key, attempt);
       expect([again.status, again.replayed, again.body.id]).toEqual([201, 'true', answers[i].body.id]);
     }
+    gateway!.child.kill('SIGTERM');
+    expect(await gateway!.exited).toBe(0);
+  });
+
+  it('keeps every webhook event it acknowledged with 200', async () => {
+    await launch();
+    const events = Array.from({ length: 10 }, (_, i) => ({ eventId: `evt-crash-${i}-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: `PAY-CRASH-${i}` }));
+    const acknowledged: string[] = [];
+    for (const event of events) {
+      const delivery = signedWebhook(TEST_WEBHOOK_SECRET, event);
+      const res = await fetch(`${base()}/api/webhooks/payments/bank`, { method: 'POST', headers: delivery.headers, body: delivery.raw });
+      expect(res.status).toBe(200);
+      acknowledged.push(event.eventId);
+    }
+    gateway!.child.kill('SIGKILL');
+    expect(await gateway!.exited).toBe('SIGKILL');
+
+    await launch();
+    const res = await fetch(`${base()}/admin/webhook-events?status=unmatched&limit=200`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    const kept = ((await res.json()) as { data: Array<{ eventId: string }> }).data.map((e) => e.eventId);
+    expect(kept).toEqual(expect.arrayContaining(acknowledged));
     gateway!.child.kill('SIGTERM');
     expect(await gateway!.exited).toBe(0);
   });

@@ -1,5 +1,6 @@
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomBytes } from 'node:crypto';
+import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
 import { TEST_ADMIN_TOKEN } from './test-app';
 
 export const adminHeaders = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
@@ -54,4 +55,21 @@ export function cancelDocument(app: NestFastifyApplication, key: string, id: str
   const headers: Record<string, string> = { 'x-api-key': key };
   if (idempotencyKey !== null) headers['x-idempotency-key'] = idempotencyKey;
   return app.inject({ method: 'POST', url: `/api/v1/documents/${id}/cancel`, headers });
+}
+
+/** A delivery signed as the bank signs it: HMAC-SHA256 of `<timestamp>.<raw body>`, hex. */
+export function signedWebhook(secret: string, body: unknown, timestamp = new Date().toISOString()) {
+  const raw = typeof body === 'string' ? body : JSON.stringify(body);
+  return {
+    raw,
+    headers: {
+      'content-type': 'application/json',
+      'x-provider-timestamp': timestamp,
+      'x-provider-signature': signWebhook(secret, timestamp, raw),
+    } as Record<string, string>,
+  };
+}
+
+export function sendWebhook(app: NestFastifyApplication, delivery: { raw: string | Buffer; headers: Record<string, string> }) {
+  return app.inject({ method: 'POST', url: BANK_WEBHOOK_PATH, headers: delivery.headers, payload: delivery.raw });
 }

@@ -1,5 +1,6 @@
 import { Type } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { __resetOutOfContextForTests } from 'nestjs-pino/PinoLogger';
 import { Writable } from 'node:stream';
 import { createApp } from '../../src/app.factory';
 import { loadConfig } from '../../src/config/app-config';
@@ -41,6 +42,9 @@ export async function startTestApp({ env = {}, databaseUrl, extraModules }: Test
     ...env,
     DATABASE_URL: url,
   });
+  // nestjs-pino keeps its logger for code outside a request in a module-level variable, set by the
+  // first app of the process; each test app needs its own, as each production process has.
+  __resetOutOfContextForTests();
   const app = await createApp({ config, databaseUrl: url, logDestination, extraModules });
   return {
     app,
