@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
 import { Interval } from '@nestjs/schedule';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-codes';
@@ -58,18 +59,17 @@ export class IdempotencyService {
    * database rolls everything back and frees the key at once, with no lease to expire.
    */
   async execute(call: IdempotentCall): Promise<unknown> {
-    const outcome = await this.tx.run<Outcome>(async (manager) => {
+    // A finished request needs no claim: concurrent retries of it all get the replay, never a 409.
+    const finished = await this.findRecord(this.tx.manager, call);
+    const outcome: Outcome = finished ?? (await this.tx.run<Outcome>(async (manager) => {
       const [{ claimed }] = await manager.query('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS claimed', [
         CLAIM_LOCK_NAMESPACE,
         `${call.source}\n${call.key}`,
       ]);
       if (!claimed) return { kind: 'in_use' };
-
-      const existing = await manager
-        .createQueryBuilder(IdempotencyRecordEntity, 'r')
-        .where('r.source = :source AND r.idempotency_key = :key AND r.expires_at > now()', { source: call.source, key: call.key })
-        .getOne();
-      if (existing) return existing.fingerprint === call.fingerprint ? { kind: 'replay', record: existing } : { kind: 'reused' };
+      // Looked up again under the claim: the first request may have committed since.
+      const existing = await this.findRecord(manager, call);
+      if (existing) return existing;
 
       let outcome: Outcome;
       let status: number;
@@ -93,7 +93,7 @@ export class IdempotencyService {
         [call.source, call.key, call.fingerprint, status, JSON.stringify(body), call.location(), this.config.IDEMPOTENCY_TTL_SECONDS],
       );
       return outcome;
-    });
+    }));
 
     switch (outcome.kind) {
       case 'in_use':
@@ -109,6 +109,16 @@ export class IdempotencyService {
       case 'done':
         return outcome.value;
     }
+  }
+
+  /** The live record of this key as an outcome (replay or reused), or null when there is none. */
+  private async findRecord(manager: EntityManager, call: IdempotentCall): Promise<Outcome | null> {
+    const record = await manager
+      .createQueryBuilder(IdempotencyRecordEntity, 'r')
+      .where('r.source = :source AND r.idempotency_key = :key AND r.expires_at > now()', { source: call.source, key: call.key })
+      .getOne();
+    if (!record) return null;
+    return record.fingerprint === call.fingerprint ? { kind: 'replay', record } : { kind: 'reused' };
   }
 
   /** Expired records, in batches; SKIP LOCKED lets several instances purge side by side. */

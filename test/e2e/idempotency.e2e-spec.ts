@@ -253,6 +253,18 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
       await expectExactlyOnce(answers, source.source);
     });
 
+    it('gives concurrent retries of a finished request the replay, never a 409', async () => {
+      const source = await newSourceWithKey(t.app);
+      const key = newIdempotencyKey();
+      const body = documentBody(source.source);
+      const first = await postDocument(t.app, source.key, body, key);
+      const answers = await Promise.all(Array.from({ length: 30 }, () => postDocument(t.app, source.key, body, key)));
+      for (const answer of answers) {
+        expect([answer.statusCode, answer.headers['idempotent-replayed']]).toEqual([201, 'true']);
+        expect(answer.body).toBe(first.body);
+      }
+    });
+
     it('the same split over two app instances on one database', async () => {
       const second = await startTestApp({ databaseUrl: t.databaseUrl });
       try {

@@ -1,0 +1,144 @@
+/**
+ * `npm run bench`: throughput and latency of the main paths, each as a ratio to GET /health/live
+ * measured in the same run on the same machine (absolute numbers mean little across machines).
+ * The built gateway (dist/main.js, so `npm run build` first) runs in its own process; the load comes
+ * from this one, over loopback, for a fixed time per scenario. DATABASE_URL, or an embedded cluster
+ * in a temporary directory.
+ */
+import 'reflect-metadata';
+import autocannon from 'autocannon';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgres';
+import { signWebhook } from '../src/webhooks/webhook-signature';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const ADMIN_TOKEN = 'bench-admin-token-0123456789';
+const SECRET = 'bench-webhook-secret-0123456789';
+
+const documentBody = (source: string) =>
+  JSON.stringify({
+    source,
+    externalId: randomUUID(),
+    type: 'INVOICE',
+    taxpayer: { taxId: 'DE123456789', name: 'Muster GmbH', country: 'DE' },
+    issueDate: '2026-11-20',
+    currency: 'EUR',
+    totalAmount: '119.00',
+    taxAmount: '19.00',
+  });
+
+async function main(): Promise<void> {
+  const dataDir = process.env.DATABASE_URL ? undefined : await mkdtemp(join(tmpdir(), 'gateway-bench-'));
+  const embedded = dataDir ? await startEmbeddedPostgres({ dataDir }) : undefined;
+  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
+  const port = await freePort();
+  const gateway = spawn(process.execPath, [join(__dirname, '..', 'dist', 'main.js')], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      ADMIN_TOKEN,
+      BANK_WEBHOOK_SECRET: SECRET,
+      RATE_LIMIT_PER_MINUTE: '1000000',
+    },
+    stdio: 'inherit',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; !(await fetch(`${url}/health/ready`).then((r) => r.ok, () => false)); i++) {
+    if (i > 300) throw new Error('the gateway did not become ready');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const issue = async (source: string) =>
+    ((await (
+      await fetch(`${url}/admin/api-keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ source }),
+      })
+    ).json()) as { key: string }).key;
+  const source = `bench-${Date.now()}`;
+  const apiHeaders = { 'x-api-key': await issue(source), 'content-type': 'application/json' };
+  const manySources = await Promise.all(Array.from({ length: CONNECTIONS }, async (_, i) => ({ source: `${source}-${i}`, key: await issue(`${source}-${i}`) })));
+  const replayBody = documentBody(source);
+  await fetch(`${url}/api/v1/documents`, { method: 'POST', headers: { ...apiHeaders, 'x-idempotency-key': 'bench-replay-key' }, body: replayBody });
+
+  const scenarios: Array<{ name: string; options: autocannon.Options }> = [
+    { name: 'GET /health/live (reference)', options: { url: `${url}/health/live` } },
+    { name: 'GET /api/v1/me (key lookup)', options: { url: `${url}/api/v1/me`, headers: apiHeaders } },
+    { name: 'GET /api/v1/documents?limit=20', options: { url: `${url}/api/v1/documents?limit=20`, headers: apiHeaders } },
+    {
+      name: 'POST /api/v1/documents (new)',
+      options: {
+        url: `${url}/api/v1/documents`,
+        requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, headers: { ...apiHeaders, 'x-idempotency-key': randomUUID() }, body: documentBody(source) }) }],
+      },
+    },
+    {
+      name: `POST /api/v1/documents (new, ${CONNECTIONS} sources)`,
+      options: {
+        url: `${url}/api/v1/documents`,
+        requests: [
+          {
+            method: 'POST',
+            setupRequest: (req) => {
+              const { source: s, key } = manySources[Math.floor(Math.random() * manySources.length)];
+              return { ...req, headers: { 'x-api-key': key, 'content-type': 'application/json', 'x-idempotency-key': randomUUID() }, body: documentBody(s) };
+            },
+          },
+        ],
+      },
+    },
+    {
+      name: 'POST /api/v1/documents (replay)',
+      options: { url: `${url}/api/v1/documents`, method: 'POST', headers: { ...apiHeaders, 'x-idempotency-key': 'bench-replay-key' }, body: replayBody },
+    },
+    {
+      name: 'POST bank webhook (new event)',
+      options: {
+        url: `${url}/api/webhooks/payments/bank`,
+        requests: [
+          {
+            method: 'POST',
+            setupRequest: (req) => {
+              const body = JSON.stringify({ eventId: randomUUID(), eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: `PAY-${randomUUID()}` });
+              const timestamp = new Date().toISOString();
+              return {
+                ...req,
+                body,
+                headers: { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(SECRET, timestamp, body) },
+              };
+            },
+          },
+        ],
+      },
+    },
+  ];
+
+  const rows: Array<{ name: string; rps: number; p50: number; p99: number; non2xx: number }> = [];
+  for (const { name, options } of scenarios) {
+    const result = await autocannon({ ...options, connections: CONNECTIONS, duration: SECONDS });
+    rows.push({ name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx });
+  }
+  const reference = rows[0].rps;
+  process.stdout.write(`\n${CONNECTIONS} connections, ${SECONDS} s per scenario, loopback\n\n`);
+  process.stdout.write('| scenario | req/s | × reference | p50 ms | p99 ms | non-2xx |\n|---|---:|---:|---:|---:|---:|\n');
+  for (const r of rows) {
+    process.stdout.write(`| ${r.name} | ${r.rps.toFixed(0)} | ${(r.rps / reference).toFixed(2)} | ${r.p50} | ${r.p99} | ${r.non2xx} |\n`);
+  }
+  gateway.kill('SIGTERM');
+  await new Promise((r) => gateway.once('exit', r));
+  await embedded?.stop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${String(error)}\n`);
+  process.exit(1);
+});
