@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// The page.evaluate callbacks below run in the browser, so this file is typed with the DOM too.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { AddressInfo } from 'node:net';
@@ -52,9 +54,10 @@ describe('admin console (GET /admin) in a real browser', () => {
     await p.getByLabel('Admin token').fill(token);
     await p.getByRole('button', { name: 'Sign in' }).click();
   };
-  const issue = async (source: string, name?: string): Promise<{ key: string; id: string }> => {
+  const issue = async (source: string, name?: string, expires?: string): Promise<{ key: string; id: string }> => {
     await page.getByLabel('Source', { exact: true }).fill(source);
     if (name) await page.getByLabel(/^Name/).fill(name);
+    if (expires) await page.getByLabel(/^Expires/).fill(expires);
     await page.getByRole('button', { name: 'Issue key' }).click();
     await page.getByTestId('secret-panel').waitFor();
     return { key: (await page.getByTestId('secret-key').textContent()) ?? '', id: (await page.getByTestId('secret-id').textContent()) ?? '' };
@@ -77,6 +80,8 @@ describe('admin console (GET /admin) in a real browser', () => {
       viewport: { width: 1280, height: 900 },
       timezoneId: 'UTC',
     });
+    // Every wait here is for a local page; a broken one should fail fast, well inside Jest's timeout.
+    context.setDefaultTimeout(10000);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl });
     // Reported to the console, so `watch` sees any violation even if Chromium stopped logging its own line.
     await context.addInitScript(() =>
@@ -210,8 +215,13 @@ describe('admin console (GET /admin) in a real browser', () => {
   });
 
   it('rotates a key: the successor is shown once and works, the old key stops after a grace of 0', async () => {
-    const old = await issue('browser-rotate');
+    const markup = '<img src=x onerror="window.pwned=1">';
+    const old = await issue('browser-rotate', markup);
     await page.getByRole('button', { name: 'I have stored it' }).click();
+    // Data is text: the name shows literally and nothing in it runs.
+    await row(old.id).getByText(markup, { exact: true }).waitFor();
+    expect(await page.locator('[data-testid="keys-table"] img').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
 
     await row(old.id).getByRole('button', { name: /^Rotate key/ }).click();
     const dialog = page.getByRole('dialog', { name: 'Rotate this key?' });
@@ -239,9 +249,11 @@ describe('admin console (GET /admin) in a real browser', () => {
     expect(await page.getByLabel('Source', { exact: true }).getAttribute('aria-invalid')).toBe('true');
     expect(await page.getByTestId('secret-panel').isVisible()).toBe(false);
 
-    const { id } = await issue('browser-grace');
+    // datetime-local is local time (UTC in this browser); the API gets the instant.
+    const { id } = await issue('browser-grace', undefined, '2031-05-04T10:30');
     await page.getByRole('button', { name: 'I have stored it' }).click();
     expect(await error.isVisible()).toBe(false);
+    expect(await row(id).locator('time[datetime="2031-05-04T10:30:00.000Z"]').textContent()).toBe('2031-05-04 10:30 UTC');
     await row(id).getByRole('button', { name: /^Rotate key/ }).click();
     const dialog = page.getByRole('dialog', { name: 'Rotate this key?' });
     await dialog.getByLabel('Grace period (seconds)').fill('90000');
