@@ -5,18 +5,27 @@ export const ROOT = join(__dirname, '..', '..');
 
 export interface Spawned {
   child: ChildProcess;
+  /** stdout and stderr interleaved as they arrived. */
   output: () => string;
+  stdout: () => string;
   /** Resolves with the exit code (or the signal name) when the process ends. */
   exited: Promise<number | string>;
+  /** Like `exited`, but only once everything the process wrote has been read too. */
+  closed: Promise<number | string>;
 }
 
 export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let stdout = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    stdout += chunk.toString();
+  });
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
-  return { child, output: () => output, exited };
+  const closed = new Promise<number | string>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal ?? -1)));
+  return { child, output: () => output, stdout: () => stdout, exited, closed };
 }
 
 export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 60000): Promise<T> {

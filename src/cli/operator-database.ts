@@ -1,0 +1,50 @@
+import { DataSource } from 'typeorm';
+import { AdminApiKeysService } from '../admin/admin-api-keys.service';
+import { AuditLogEntity } from '../admin/audit-log.entity';
+import { AuditLogService } from '../admin/audit-log.service';
+import { ApiKeyEntity } from '../auth/api-key.entity';
+import { ApiKeysService } from '../auth/api-keys.service';
+import { AppConfig } from '../config/app-config';
+import { startEmbeddedPostgres } from '../database/embedded-postgres';
+import { runMigrations } from '../database/migrations-runner';
+import { buildDataSourceOptions } from '../database/typeorm-options';
+
+export interface OperatorDatabase {
+  admin: AdminApiKeysService;
+  close(): Promise<void>;
+}
+
+export class OperatorError extends Error {}
+
+/**
+ * The database the gateway would use (DATABASE_URL, else the embedded cluster under DATA_DIR; one a
+ * running gateway owns is shared and left running), with the schema brought up to date the way the
+ * gateway does it at start. The services are wired by hand rather than through a Nest context: three
+ * constructors, no bootstrap logging, no retry loop, and a database that is down fails at once.
+ */
+export async function openOperatorDatabase(config: AppConfig, notice: (line: string) => void): Promise<OperatorDatabase> {
+  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: config.DATA_DIR });
+  const dataSource = new DataSource(buildDataSourceOptions({ url: config.DATABASE_URL ?? embedded!.url, poolSize: 2 }));
+  const close = async () => {
+    if (dataSource.isInitialized) await dataSource.destroy();
+    await embedded?.stop();
+  };
+  try {
+    await dataSource.initialize();
+    if (config.MIGRATIONS_RUN) {
+      const applied = await runMigrations(dataSource);
+      if (applied.length) notice(`Applied migrations: ${applied.map((m) => m.name).join(', ')}`);
+    } else if (await dataSource.showMigrations()) {
+      throw new OperatorError(
+        'The database schema is not up to date and MIGRATIONS_RUN=false: run the migrations first ' +
+          '(npm run migration:run, or node dist/database/migration-cli.js run in the image).',
+      );
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const apiKeys = new ApiKeysService(dataSource.getRepository(ApiKeyEntity));
+  const audit = new AuditLogService(dataSource.getRepository(AuditLogEntity));
+  return { admin: new AdminApiKeysService(dataSource, apiKeys, audit), close };
+}
