@@ -6,7 +6,8 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BrowserContext, chromium, Locator, Page } from 'playwright-core';
-import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
+import { documentBody, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
@@ -238,6 +239,30 @@ describe('admin console (GET /admin) in a real browser', () => {
     expect(await me(old.key)).toBe(401);
     await page.getByRole('button', { name: 'I have stored it' }).click();
     await status(old.id, 'REVOKED');
+    expect(problems).toEqual([]);
+  });
+
+  it('shows the bank webhook deliveries with their outcome, and filters them', async () => {
+    const client = await newSourceWithKey(t.app, 'browser-webhooks');
+    await postDocument(t.app, client.key, documentBody(client.source, { providerReference: 'PAY-BROWSER-1' }));
+    const applied = { eventId: 'evt-browser-applied', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'PAY-BROWSER-1' };
+    const unmatched = { eventId: 'evt-browser-unmatched', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'PAY-NOBODY' };
+    for (const event of [applied, unmatched]) expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200);
+
+    await page.getByTestId('refresh').click();
+    const rowOf = (eventId: string) => page.locator(`[data-testid="webhook-row"][data-event-id="${eventId}"]`);
+    await rowOf(applied.eventId).waitFor();
+    expect(await rowOf(applied.eventId).getAttribute('data-outcome')).toBe('applied');
+    expect(await rowOf(unmatched.eventId).getAttribute('data-outcome')).toBe('unmatched');
+    expect(await rowOf(unmatched.eventId).textContent()).toContain('PAY-NOBODY');
+
+    await page.getByTestId('filter-outcome').selectOption('unmatched');
+    await rowOf(applied.eventId).waitFor({ state: 'detached' });
+    const outcomes = await page.locator('[data-testid="webhook-row"]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-outcome')));
+    expect(outcomes.length).toBeGreaterThan(0);
+    expect(new Set(outcomes)).toEqual(new Set(['unmatched']));
+    await page.getByTestId('webhooks-table').screenshot({ path: '/tmp/admin-console-webhooks.png' });
+    await page.getByTestId('filter-outcome').selectOption('');
     expect(problems).toEqual([]);
   });
 

@@ -6,6 +6,7 @@
 // not sent anywhere by the browser on its own and does not end up in history or logs.
 const TOKEN_STORAGE_KEY = 'tdg.adminToken';
 const AUDIT_LIMIT = 50;
+const WEBHOOK_EVENTS_LIMIT = 50;
 const FIELD_LABELS = { source: 'Source', name: 'Name', expiresAt: 'Expires', gracePeriodSeconds: 'Grace period' };
 
 const $ = (id) => document.getElementById(id);
@@ -157,6 +158,7 @@ function signOut(message) {
   clearSecret();
   renderKeys();
   $('audit-body').replaceChildren();
+  $('webhooks-body').replaceChildren();
   hide($('notice'));
   hide($('issue-error'));
   $('issue-form').reset();
@@ -173,11 +175,21 @@ function signOut(message) {
   $('token').focus();
 }
 
+function webhookEventsPath() {
+  const outcome = $('filter-outcome').value;
+  return `/admin/webhook-events?limit=${WEBHOOK_EVENTS_LIMIT}${outcome ? `&status=${encodeURIComponent(outcome)}` : ''}`;
+}
+
 async function loadAll() {
-  const [list, audit] = await Promise.all([api('GET', '/admin/api-keys'), api('GET', `/admin/audit-log?limit=${AUDIT_LIMIT}`)]);
+  const [list, audit, webhookEvents] = await Promise.all([
+    api('GET', '/admin/api-keys'),
+    api('GET', `/admin/audit-log?limit=${AUDIT_LIMIT}`),
+    api('GET', webhookEventsPath()),
+  ]);
   keys = list.data;
   renderKeys();
   renderAudit(audit.data);
+  renderWebhookEvents(webhookEvents.data);
 }
 
 /** Reloads after a change; a failure here must not hide that the change itself went through. */
@@ -315,14 +327,16 @@ $('filter-source').addEventListener('change', renderKeys);
 $('hide-inactive').addEventListener('change', renderKeys);
 
 $('refresh').addEventListener('click', async (event) => {
-  setBusy(event.currentTarget, true);
+  // currentTarget is only set while the event is being dispatched, not after the await below.
+  const button = event.currentTarget;
+  setBusy(button, true);
   try {
     await loadAll();
     hide($('notice'));
   } catch (error) {
     showFailure(error, $('notice'));
   } finally {
-    setBusy(event.currentTarget, false);
+    setBusy(button, false);
   }
 });
 
@@ -505,6 +519,40 @@ function renderAudit(entries) {
   );
   $('audit-empty').hidden = entries.length > 0;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Bank webhook events
+// ---------------------------------------------------------------------------------------------------
+
+const OUTCOME_CLASS = { applied: 'badge-active', unmatched: 'badge-expired', ignored: 'badge-muted', duplicate: 'badge-muted' };
+
+function renderWebhookEvents(events) {
+  $('webhooks-body').replaceChildren(
+    ...events.map((event) =>
+      el(
+        'tr',
+        { 'data-testid': 'webhook-row', 'data-outcome': event.outcome, 'data-event-id': event.eventId },
+        el('td', {}, timeEl(event.receivedAt)),
+        el('td', {}, el('span', { class: `badge ${OUTCOME_CLASS[event.outcome] ?? ''}` }, event.outcome)),
+        el('td', {}, el('code', { class: 'key-id' }, event.eventId)),
+        el('td', {}, event.eventType),
+        el('td', {}, event.status),
+        el('td', {}, el('code', {}, event.providerReference)),
+        el('td', {}, event.documentId ? el('code', { class: 'key-id' }, event.documentId) : muted('—')),
+      ),
+    ),
+  );
+  $('webhooks-empty').hidden = events.length > 0;
+}
+
+$('filter-outcome').addEventListener('change', async () => {
+  try {
+    renderWebhookEvents((await api('GET', webhookEventsPath())).data);
+  } catch (error) {
+    if (error.status === 401) showFailure(error);
+    else notify(`The webhook events could not be loaded: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
+  }
+});
 
 // ---------------------------------------------------------------------------------------------------
 // Start
