@@ -29,6 +29,10 @@ async function main(command: string | undefined): Promise<void> {
 }
 
 main(process.argv[2]).catch((error: unknown) => {
-  process.stderr.write(`${error instanceof ConfigValidationError ? error.message : `Migration failed: ${String(error)}`}\n`);
+  if (error instanceof ConfigValidationError) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(78);
+  }
+  process.stderr.write(`Migration failed: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 });
