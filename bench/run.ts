@@ -14,23 +14,14 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import { signWebhook } from '../src/webhooks/webhook-signature';
+import { documentBody } from '../test/support/factories';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 const SECRET = 'bench-webhook-secret-0123456789';
 
-const documentBody = (source: string) =>
-  JSON.stringify({
-    source,
-    externalId: randomUUID(),
-    type: 'INVOICE',
-    taxpayer: { taxId: 'DE123456789', name: 'Muster GmbH', country: 'DE' },
-    issueDate: '2026-11-20',
-    currency: 'EUR',
-    totalAmount: '119.00',
-    taxAmount: '19.00',
-  });
+const documentJson = (source: string) => JSON.stringify(documentBody(source, { externalId: randomUUID() }));
 
 async function main(): Promise<void> {
   const dataDir = process.env.DATABASE_URL ? undefined : await mkdtemp(join(tmpdir(), 'gateway-bench-'));
@@ -51,6 +42,17 @@ async function main(): Promise<void> {
     stdio: 'inherit',
   });
   const url = `http://127.0.0.1:${port}`;
+  try {
+    await runScenarios(url);
+  } finally {
+    gateway.kill('SIGTERM');
+    await new Promise((r) => gateway.once('exit', r));
+    await embedded?.stop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function runScenarios(url: string): Promise<void> {
   for (let i = 0; !(await fetch(`${url}/health/ready`).then((r) => r.ok, () => false)); i++) {
     if (i > 300) throw new Error('the gateway did not become ready');
     await new Promise((r) => setTimeout(r, 100));
@@ -66,7 +68,7 @@ async function main(): Promise<void> {
   const source = `bench-${Date.now()}`;
   const apiHeaders = { 'x-api-key': await issue(source), 'content-type': 'application/json' };
   const manySources = await Promise.all(Array.from({ length: CONNECTIONS }, async (_, i) => ({ source: `${source}-${i}`, key: await issue(`${source}-${i}`) })));
-  const replayBody = documentBody(source);
+  const replayBody = documentJson(source);
   await fetch(`${url}/api/v1/documents`, { method: 'POST', headers: { ...apiHeaders, 'x-idempotency-key': 'bench-replay-key' }, body: replayBody });
 
   const scenarios: Array<{ name: string; options: autocannon.Options }> = [
@@ -77,7 +79,7 @@ async function main(): Promise<void> {
       name: 'POST /api/v1/documents (new)',
       options: {
         url: `${url}/api/v1/documents`,
-        requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, headers: { ...apiHeaders, 'x-idempotency-key': randomUUID() }, body: documentBody(source) }) }],
+        requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, headers: { ...apiHeaders, 'x-idempotency-key': randomUUID() }, body: documentJson(source) }) }],
       },
     },
     {
@@ -89,7 +91,7 @@ async function main(): Promise<void> {
             method: 'POST',
             setupRequest: (req) => {
               const { source: s, key } = manySources[Math.floor(Math.random() * manySources.length)];
-              return { ...req, headers: { 'x-api-key': key, 'content-type': 'application/json', 'x-idempotency-key': randomUUID() }, body: documentBody(s) };
+              return { ...req, headers: { 'x-api-key': key, 'content-type': 'application/json', 'x-idempotency-key': randomUUID() }, body: documentJson(s) };
             },
           },
         ],
@@ -132,10 +134,6 @@ async function main(): Promise<void> {
   for (const r of rows) {
     process.stdout.write(`| ${r.name} | ${r.rps.toFixed(0)} | ${(r.rps / reference).toFixed(2)} | ${r.p50} | ${r.p99} | ${r.non2xx} |\n`);
   }
-  gateway.kill('SIGTERM');
-  await new Promise((r) => gateway.once('exit', r));
-  await embedded?.stop();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
 }
 
 main().catch((error: unknown) => {

@@ -44,7 +44,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   app.useLogger(app.get(Logger));
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
-  registerHttpHooks(fastify);
+  registerHttpHooks(fastify, [BANK_WEBHOOK_PATH]);
   registerJsonBodyParser(fastify, [BANK_WEBHOOK_PATH]);
   app.get(MetricsService).instrument(fastify);
   setupOpenApi(app);

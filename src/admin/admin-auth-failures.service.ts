@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
@@ -24,16 +25,32 @@ export class AdminAuthFailuresService {
     return row ? Math.max(1, row.seconds) : null;
   }
 
-  async recordFailure(address: string): Promise<void> {
-    await this.dataSource.query(
+  /**
+   * Counts an attempt as failed before its token is compared, in one atomic statement, so parallel
+   * guesses cannot all slip past the limit; `forgive` takes it back when the token was right.
+   * Returns the failures of this window including this one.
+   */
+  async reserveAttempt(address: string): Promise<number> {
+    const [row] = await this.dataSource.query(
       `INSERT INTO admin_auth_failures (remote_address, window_start, failures)
        VALUES ($1, date_trunc('minute', now()), 1)
-       ON CONFLICT (remote_address, window_start) DO UPDATE SET failures = admin_auth_failures.failures + 1`,
+       ON CONFLICT (remote_address, window_start) DO UPDATE SET failures = admin_auth_failures.failures + 1
+       RETURNING failures`,
+      [address],
+    );
+    return row.failures;
+  }
+
+  async forgive(address: string): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE admin_auth_failures SET failures = failures - 1
+        WHERE remote_address = $1 AND window_start = date_trunc('minute', now()) AND failures > 0`,
       [address],
     );
   }
 
   /** Old windows mean nothing any more. */
+  @Interval('admin-auth-failures-purge', 600_000)
   async purge(): Promise<void> {
     await this.dataSource.query(`DELETE FROM admin_auth_failures WHERE window_start < now() - interval '1 hour'`);
   }

@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error';
-import { AdminAuthFailuresService } from './admin-auth-failures.service';
+import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-failures.service';
 import { ADMIN_TOKEN, tokensMatch } from './admin-token';
 
 @Injectable()
@@ -19,11 +19,17 @@ export class AdminTokenGuard implements CanActivate {
         'Retry-After': String(lockedOutFor),
       });
     }
+    const failures = await this.failures.reserveAttempt(request.ip);
     const presented = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
-    if (!presented || !tokensMatch(presented, this.adminToken)) {
-      await this.failures.recordFailure(request.ip);
-      throw new AppError('UNAUTHORIZED', 'A valid admin token is required: Authorization: Bearer <ADMIN_TOKEN>');
+    if (presented && tokensMatch(presented, this.adminToken) && failures <= MAX_FAILURES_PER_MINUTE) {
+      await this.failures.forgive(request.ip);
+      return true;
     }
-    return true;
+    if (failures > MAX_FAILURES_PER_MINUTE) {
+      throw new AppError('RATE_LIMITED', 'Too many failed attempts from this address; try again later', undefined, {
+        'Retry-After': String((await this.failures.lockedOutFor(request.ip)) ?? 60),
+      });
+    }
+    throw new AppError('UNAUTHORIZED', 'A valid admin token is required: Authorization: Bearer <ADMIN_TOKEN>');
   }
 }

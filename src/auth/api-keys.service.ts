@@ -84,13 +84,15 @@ export class ApiKeysService {
     return key;
   }
 
-  /** Issues a successor for the same source and name; the old key stops after `graceSeconds`. */
+  /** Issues a successor with the same source, name and expiry; the old key stops after `graceSeconds`. */
   async rotate(manager: EntityManager, id: string, graceSeconds: number): Promise<{ old: ApiKeyEntity; issued: IssuedApiKey }> {
     const old = await this.get(id, manager, true);
     if (ApiKeysService.statusOf(old) !== 'ACTIVE') {
       throw new AppError('INVALID_STATE_TRANSITION', `Only an active key can be rotated; this one is ${ApiKeysService.statusOf(old)}`);
     }
-    const issued = await this.issue(manager, { source: old.source, name: old.name });
+    // A second rotation would issue a second successor and could lengthen the old key's grace period.
+    if (old.replacedById) throw new AppError('INVALID_STATE_TRANSITION', 'This key was already rotated; rotate its successor instead');
+    const issued = await this.issue(manager, { source: old.source, name: old.name, expiresAt: old.expiresAt });
     const end = new Date(Date.now() + graceSeconds * 1000);
     old.revokedAt = old.expiresAt && old.expiresAt < end ? old.expiresAt : end;
     old.replacedById = issued.entity.id;

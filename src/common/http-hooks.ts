@@ -22,9 +22,20 @@ function isJson(contentType: string | undefined): boolean {
   return contentType?.split(';')[0].trim().toLowerCase() === 'application/json';
 }
 
-export function registerHttpHooks(fastify: FastifyInstance): void {
+/** `anyMediaTypeRoutes` verify their bodies themselves (a signature), so the media type is not theirs to refuse. */
+export function registerHttpHooks(fastify: FastifyInstance, anyMediaTypeRoutes: readonly string[]): void {
+  // While shutting down, answers to requests that were already in flight close their connection;
+  // otherwise a client's keep-alive socket would hold the server open until it times out.
+  let draining = false;
+  fastify.addHook('preClose', async () => {
+    draining = true;
+  });
+  fastify.addHook('onSend', async (_request, reply) => {
+    if (draining) reply.header('Connection', 'close');
+  });
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    if (request.routeOptions.url && anyMediaTypeRoutes.includes(request.routeOptions.url)) return;
     if (METHODS_WITH_BODY.has(request.method) && hasBody(request.headers) && !isJson(request.headers['content-type'])) {
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'A request body must be sent as application/json');
     }

@@ -26,7 +26,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     if (problem.unexpected) {
       this.logger.error({ err: loggable(exception), requestId: request.id }, 'Unexpected error');
     } else if (isDatabaseUnavailable(exception)) {
-      this.logger.warn({ requestId: request.id, code: (exception as { code?: unknown }).code }, 'Database unreachable');
+      // Also what an exhausted pool looks like (no connection within the timeout), hence the wording.
+      this.logger.warn({ requestId: request.id, code: (exception as { code?: unknown }).code }, 'Database unavailable: unreachable or no free connection');
     }
     reply.status(problem.body.status).headers(problem.headers).type(PROBLEM_CONTENT_TYPE).send(problem.body);
   }

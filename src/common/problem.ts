@@ -46,8 +46,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 const FASTIFY_CODES: Record<string, { code: ErrorCode; detail: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', detail: 'The request body is larger than the limit' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'UNSUPPORTED_MEDIA_TYPE', detail: 'The request body must be application/json' },
-  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'VALIDATION_ERROR', detail: 'The request body is not valid JSON' },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'VALIDATION_ERROR', detail: 'The request body is empty but declared as JSON' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'VALIDATION_ERROR', detail: 'Content-Length does not match the body' },
 };
 
@@ -64,9 +62,6 @@ function classify(error: unknown): { code: ErrorCode; detail: string; errors?: F
   if (error instanceof AppError) return error;
   const fastifyCode = (error as { code?: unknown } | null)?.code;
   if (typeof fastifyCode === 'string' && fastifyCode in FASTIFY_CODES) return FASTIFY_CODES[fastifyCode];
-  if (error instanceof SyntaxError && (error as { statusCode?: number }).statusCode === 400) {
-    return FASTIFY_CODES.FST_ERR_CTP_INVALID_JSON_BODY;
-  }
   if (isDatabaseUnavailable(error)) {
     return { code: 'SERVICE_UNAVAILABLE', detail: 'The database is unreachable; try again shortly' };
   }

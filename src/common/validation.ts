@@ -1,6 +1,7 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { AppError } from './app-error';
 import { FieldError } from './error-codes';
+import { findUnstorable, MalformedBody } from './json-body-parser';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -21,9 +22,26 @@ export function toFieldErrors(errors: ValidationError[], parent = ''): FieldErro
   });
 }
 
-/** The one validation pipe: unknown fields are refused, every bad field is named by its path. */
+/**
+ * The one validation pipe: unknown fields are refused, every bad field is named by its path. It also
+ * refuses a body the parser could not use, here and not earlier, so authentication and the
+ * idempotency checks come first, and NUL characters or reserved keys in query or path values.
+ */
+class ContractValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (value instanceof MalformedBody) {
+      throw AppError.validation([value.error], value.error.field === 'body' ? 'The request body is not valid JSON' : 'The request is not valid');
+    }
+    if (metadata.type === 'query' || metadata.type === 'param') {
+      const unstorable = findUnstorable(value, metadata.type === 'param' ? metadata.data : '');
+      if (unstorable) throw AppError.validation([unstorable]);
+    }
+    return super.transform(value, metadata);
+  }
+}
+
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new ContractValidationPipe({
     transform: true,
     whitelist: true,
     forbidNonWhitelisted: true,

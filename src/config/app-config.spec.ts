@@ -46,7 +46,7 @@ describe('loadConfig', () => {
     [{ RATE_LIMIT_PER_MINUTE: '0' }, 'RATE_LIMIT_PER_MINUTE must be an integer from 1 to 1000000 (got "0")'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
     [{ MIGRATIONS_RUN: 'sometimes' }, 'MIGRATIONS_RUN must be true or false (got "sometimes")'],
-    [{ DB_POOL_SIZE: '0' }, 'DB_POOL_SIZE must be an integer from 1 to 200 (got "0")'],
+    [{ DB_POOL_SIZE: '1' }, 'DB_POOL_SIZE must be an integer from 2 to 200 (got "1")'],
   ])('rejects %p with a message naming the variable and the rule', (env, message) => {
     expect(problemsOf(env)).toEqual([message]);
   });

@@ -97,9 +97,10 @@ export class AppConfig {
   MIGRATIONS_RUN = true;
 
   @Transform(toInt)
-  @IsInt({ message: 'must be an integer from 1 to 200' })
-  @Min(1, { message: 'must be an integer from 1 to 200' })
-  @Max(200, { message: 'must be an integer from 1 to 200' })
+  // Two at least: migrations at start hold the advisory lock on one connection and run on another.
+  @IsInt({ message: 'must be an integer from 2 to 200' })
+  @Min(2, { message: 'must be an integer from 2 to 200' })
+  @Max(200, { message: 'must be an integer from 2 to 200' })
   DB_POOL_SIZE = 10;
 }
 

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { EntityManager } from 'typeorm';
 import { Interval } from '@nestjs/schedule';
 import { AppError } from '../common/app-error';
@@ -10,7 +11,6 @@ import { IdempotencyRecordEntity } from './idempotency-record.entity';
 import { IdempotentReplay } from './idempotent-replay';
 
 export const IDEMPOTENCY_KEY_PATTERN = /^[a-zA-Z0-9._:-]{8,128}$/;
-const CLAIM_LOCK_NAMESPACE = 7_340_216;
 /** Business refusals are part of the operation's answer and are replayed; all else leaves the key free. */
 const STORED_REFUSALS: ReadonlySet<ErrorCode> = new Set(['DUPLICATE_DOCUMENT', 'INVALID_STATE_TRANSITION', 'NOT_FOUND']);
 
@@ -27,6 +27,11 @@ export interface IdempotentCall {
   operation: () => Promise<unknown>;
   /** Read after the operation, so a Location it set is stored with the response. */
   location: () => string | null;
+}
+
+/** 64 bits of SHA-256: two different keys practically never share a claim (32-bit hashtext could). */
+function claimLockKey(source: string, key: string): string {
+  return createHash('sha256').update(`idempotency\n${source}\n${key}`).digest().readBigInt64BE(0).toString();
 }
 
 type Outcome = { kind: 'in_use' } | { kind: 'reused' } | { kind: 'replay'; record: IdempotencyRecordEntity } | { kind: 'done'; value: unknown } | { kind: 'refused'; error: AppError };
@@ -62,10 +67,7 @@ export class IdempotencyService {
     // A finished request needs no claim: concurrent retries of it all get the replay, never a 409.
     const finished = await this.findRecord(this.tx.manager, call);
     const outcome: Outcome = finished ?? (await this.tx.run<Outcome>(async (manager) => {
-      const [{ claimed }] = await manager.query('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS claimed', [
-        CLAIM_LOCK_NAMESPACE,
-        `${call.source}\n${call.key}`,
-      ]);
+      const [{ claimed }] = await manager.query('SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed', [claimLockKey(call.source, call.key)]);
       if (!claimed) return { kind: 'in_use' };
       // Looked up again under the claim: the first request may have committed since.
       const existing = await this.findRecord(manager, call);

@@ -53,6 +53,7 @@ function parsePayload(rawBody: Buffer): PaymentStatusPayload {
   for (const field of FIELDS) {
     const v = (value as Record<string, unknown>)[field];
     if (typeof v !== 'string' || v.length === 0 || v.length > 255) errors.push({ field, message: 'must be a non-empty string of at most 255 characters' });
+    else if (v.includes('\u0000')) errors.push({ field, message: 'must not contain NUL characters' });
   }
   if (errors.length) throw AppError.validation(errors, 'The webhook body is malformed');
   return Object.fromEntries(FIELDS.map((f) => [f, (value as Record<string, string>)[f]])) as unknown as PaymentStatusPayload;

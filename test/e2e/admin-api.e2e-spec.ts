@@ -55,6 +55,20 @@ describe('admin REST endpoints (CONTRACT §4)', () => {
       expect(retryAfter).toBeLessThanOrEqual(60);
       expect((await admin('GET', '/admin/api-keys', undefined, '10.9.9.10')).statusCode).toBe(200);
     });
+
+    it('holds the limit against parallel guesses, and a right token does not count as a failure', async () => {
+      const attacker = '10.9.8.7';
+      const guesses = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          t.app.inject({ method: 'GET', url: '/admin/api-keys', headers: { authorization: `Bearer guess-${i}` }, remoteAddress: attacker }),
+        ),
+      );
+      expect(guesses.filter((g) => g.statusCode === 401)).toHaveLength(10);
+      expect(guesses.filter((g) => g.statusCode === 429)).toHaveLength(20);
+
+      const admin2 = '10.9.8.8';
+      for (let i = 0; i < 15; i++) expect((await admin('GET', '/admin/api-keys', undefined, admin2)).statusCode).toBe(200);
+    });
   });
 
   describe('POST /admin/api-keys', () => {
@@ -179,6 +193,19 @@ describe('admin REST endpoints (CONTRACT §4)', () => {
       expect((await me(old.key)).statusCode).toBe(401);
       expect((await me(next.key)).statusCode).toBe(200);
       expect((await admin('GET', `/admin/api-keys/${old.id}`)).json().status).toBe('REVOKED');
+    });
+
+    it('keeps the expiry on the successor, and refuses to rotate an already rotated key with 409', async () => {
+      const expiresAt = '2099-06-30T12:00:00.000Z';
+      const old = await newSourceWithKey(t.app, undefined, { expiresAt });
+      const first = await admin('POST', `/admin/api-keys/${old.id}/rotate`, { gracePeriodSeconds: 60 });
+      expect(first.json().expiresAt).toBe(expiresAt);
+      const graceEnd = (await admin('GET', `/admin/api-keys/${old.id}`)).json().revokedAt;
+      const second = await admin('POST', `/admin/api-keys/${old.id}/rotate`, { gracePeriodSeconds: 86400 });
+      expect(second.statusCode).toBe(409);
+      expect(second.json().code).toBe('INVALID_STATE_TRANSITION');
+      expect((await admin('GET', `/admin/api-keys/${old.id}`)).json().revokedAt).toBe(graceEnd);
+      expect((await admin('GET', `/admin/api-keys?source=${old.source}`)).json().data).toHaveLength(2);
     });
 
     it('with no grace period (the default) the old key stops at once', async () => {

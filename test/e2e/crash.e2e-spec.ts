@@ -105,7 +105,7 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
     }
     gateway!.child.kill('SIGTERM');
     expect(await gateway!.exited).toBe(0);
-  });
+  }, 120_000);
 
   it('keeps every webhook event it acknowledged with 200', async () => {
     await launch();
@@ -126,5 +126,5 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
     expect(kept).toEqual(expect.arrayContaining(acknowledged));
     gateway!.child.kill('SIGTERM');
     expect(await gateway!.exited).toBe(0);
-  });
+  }, 120_000);
 });

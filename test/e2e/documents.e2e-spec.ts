@@ -52,6 +52,13 @@ describe('documents API (CONTRACT §2.3)', () => {
       expect((await get(acme.key, res.headers.location as string)).json()).toEqual(doc);
     });
 
+    it('keeps metadata keys that are names of object methods', async () => {
+      const metadata = { toString: 'a', valueOf: 'b', hasOwnProperty: 'c' };
+      const res = await postDocument(t.app, acme.key, documentBody(acme.source, { metadata }));
+      expect(res.statusCode).toBe(201);
+      expect(res.json().metadata).toEqual(metadata);
+    });
+
     it('defaults providerReference to null and metadata to {}', async () => {
       const res = await postDocument(t.app, acme.key, documentBody(acme.source));
       expect(res.json()).toMatchObject({ providerReference: null, metadata: {} });
@@ -88,6 +95,10 @@ describe('documents API (CONTRACT §2.3)', () => {
       ['a non-string metadata value', { metadata: { k: 1 } }, 'metadata'],
       ['metadata that is an array', { metadata: ['a'] }, 'metadata'],
       ['an unknown field', { priority: 'high' }, 'priority'],
+      ['a NUL character in externalId', { externalId: 'A\u0000B' }, 'externalId'],
+      ['a NUL character in a taxpayer name', { taxpayer: { taxId: 't', name: 'Mu\u0000ster', country: 'DE' } }, 'taxpayer.name'],
+      ['a NUL character in a metadata value', { metadata: { note: 'x\u0000' } }, 'metadata.note'],
+      ['a metadata key "constructor"', { metadata: { constructor: 'x' } }, 'metadata.constructor'],
     ];
 
     it.each(invalid)('refuses %s with 422 naming %s, and creates nothing', async (_name, overrides, field) => {
@@ -208,6 +219,7 @@ describe('documents API (CONTRACT §2.3)', () => {
       ['cursor=garbage', 'cursor'],
       ['cursor=ZTox', 'cursor'],
       ['sort=asc', 'sort'],
+      ['externalId=A%00B', 'externalId'],
     ])('refuses %s with 422 naming %s', async (query, field) => {
       const res = await get(source.key, `/api/v1/documents?${query}`);
       expect(res.statusCode).toBe(422);

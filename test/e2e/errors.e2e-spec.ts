@@ -1,5 +1,5 @@
 import { Controller, Get, Module } from '@nestjs/common';
-import { startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
 
 /** A route that fails the way a bug would: with SQL text and a stack that must never leak. */
 @Controller('__probe')
@@ -69,11 +69,42 @@ describe('error model (CONTRACT §1)', () => {
     expect(res.json().code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
 
-  it.each(['{bad', '{"a":1', '"unterminated'])('answers unparseable JSON %p with 422 VALIDATION_ERROR', async (payload) => {
-    const res = await t.app.inject({ method: 'POST', url: '/health/live', headers: { 'content-type': 'application/json' }, payload });
+  it.each(['{bad', '{"a":1', '"unterminated'])('answers unparseable JSON %p with 422 VALIDATION_ERROR naming the body', async (payload) => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api-keys',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      payload,
+    });
     expect(res.statusCode).toBe(422);
     expect(res.headers['content-type']).toMatch(PROBLEM);
-    expect(res.json()).toMatchObject({ status: 422, code: 'VALIDATION_ERROR', title: 'Unprocessable Content' });
+    expect(res.json()).toMatchObject({
+      status: 422,
+      code: 'VALIDATION_ERROR',
+      title: 'Unprocessable Content',
+      detail: 'The request body is not valid JSON',
+      errors: [{ field: 'body', message: 'is not valid JSON' }],
+    });
+  });
+
+  it('checks the admin token before it looks at the body', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: { 'content-type': 'application/json' }, payload: '{bad' });
+    expect(res.statusCode).toBe(401);
+  });
+
+  it.each([
+    ['{"source":"a\\u0000b"}', 'source', 'must not contain NUL characters'],
+    ['{"source":"ok-source","name":{"constructor":"x"}}', 'name.constructor', 'is a reserved name and cannot be used as a key'],
+    ['{"source":"ok-source","__proto__":{"admin":true}}', 'body', 'is not valid JSON'],
+  ])('refuses %s, which could not be stored as sent, with 422 naming %s', async (payload, field, message) => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api-keys',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      payload,
+    });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().errors).toEqual([{ field, message }]);
   });
 
   it('answers an unexpected failure with 500 INTERNAL_ERROR and no internals, and logs it with the request id', async () => {

@@ -42,9 +42,24 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
       expect((await postDocument(t.app, acme.key, documentBody(acme.source), key)).statusCode).toBe(201);
     });
 
-    it('comes after the API key check: no key and no idempotency key is a 401', async () => {
-      const res = await t.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { 'content-type': 'application/json' }, payload: '{}' });
-      expect(res.statusCode).toBe(401);
+    it('comes after the API key check: no key, no idempotency key and unparseable JSON is a 401', async () => {
+      for (const payload of ['{}', '{bad']) {
+        const res = await t.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { 'content-type': 'application/json' }, payload });
+        expect(res.statusCode).toBe(401);
+      }
+    });
+
+    it('comes before the body is looked at, even unparseable JSON; a bad body with a good key is then a 422 naming the body', async () => {
+      const withoutKey = await postDocument(t.app, acme.key, '{bad', null);
+      expect(withoutKey.json().errors).toEqual([{ field: 'X-Idempotency-Key', message: 'is required' }]);
+      const key = newIdempotencyKey();
+      const bad = await postDocument(t.app, acme.key, '{bad', key);
+      expect(bad.statusCode).toBe(422);
+      expect(bad.json()).toMatchObject({ detail: 'The request body is not valid JSON', errors: [{ field: 'body', message: 'is not valid JSON' }] });
+      expect(await records(acme.source, key)).toHaveLength(0);
+      expect((await postDocument(t.app, acme.key, documentBody(acme.source), key)).statusCode).toBe(201);
+      // Garbage under a used key is another request, not a replay.
+      expect((await postDocument(t.app, acme.key, '{bad', key)).json().code).toBe('IDEMPOTENCY_KEY_REUSED');
     });
 
     it('comes before body validation: a bad body without a key is about the key', async () => {

@@ -1,12 +1,13 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from '../../src/database/embedded-postgres';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
+import { documentBody, newIdempotencyKey } from '../support/factories';
 import { Spawned, startGateway, waitFor } from '../support/processes';
+import { TEST_ADMIN_TOKEN } from '../support/test-app';
 
 async function ready(port: number): Promise<boolean> {
   const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
@@ -76,29 +77,43 @@ describe('the gateway process', () => {
     });
     afterAll(() => dropTestDatabase(databaseUrl));
 
-    it('starts on the given server and, on SIGTERM, finishes the in-flight request before exiting 0', async () => {
+    it('starts on the given server and, on SIGTERM, lets in-flight database work commit before closing the pool', async () => {
       const port = await freePort();
-      const gateway = launch({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1' });
+      const base = `http://127.0.0.1:${port}`;
+      const gateway = launch({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN });
       await waitFor(() => ready(port), 'readiness');
+      const issued = (await (
+        await fetch(`${base}/admin/api-keys`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ source: 'shutdown-test' }),
+        })
+      ).json()) as { key: string };
 
-      const body = JSON.stringify({ padding: 'x'.repeat(64) });
-      const inFlight = new Promise<number>((resolve, reject) => {
-        const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/health/live', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode ?? 0));
-        });
-        req.on('error', reject);
-        req.write(body.slice(0, 10));
-        setTimeout(() => {
-          gateway.child.kill('SIGTERM');
-          setTimeout(() => req.end(body.slice(10)), 700);
-        }, 200);
+      // Make the request's transaction slow: its event insert sleeps for 1.5 s before it can commit.
+      const db = new Client({ connectionString: databaseUrl });
+      await db.connect();
+      await db.query(`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$`);
+      await db.query(`CREATE TRIGGER slow_insert BEFORE INSERT ON document_events FOR EACH ROW EXECUTE FUNCTION slow_insert()`);
+      const body = documentBody('shutdown-test');
+      const inFlight = fetch(`${base}/api/v1/documents`, {
+        method: 'POST',
+        headers: { 'x-api-key': issued.key, 'x-idempotency-key': newIdempotencyKey(), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
       });
-      // The request was accepted before the signal, so it gets a real answer (404: no POST route).
-      expect(await inFlight).toBe(404);
+      await new Promise((r) => setTimeout(r, 400));
+      gateway.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 400));
+      // Still draining: new connections are refused, the process has not exited.
+      await expect(fetch(`${base}/health/live`)).rejects.toThrow();
+      expect(gateway.child.exitCode).toBeNull();
+
+      expect((await inFlight).status).toBe(201);
       expect(await gateway.exited).toBe(0);
       expect(gateway.output()).toContain('Shutdown complete');
-      await expect(fetch(`http://127.0.0.1:${port}/health/live`)).rejects.toThrow();
+      const stored = await db.query('SELECT count(*)::int AS n FROM documents WHERE external_id = $1', [body.externalId]);
+      expect(stored.rows[0].n).toBe(1);
+      await db.end();
     });
   });
 

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { Transform, Type } from 'class-transformer';
 import {
   IsDefined,
   IsIn,
@@ -105,5 +105,7 @@ export class CreateDocumentDto {
   @ApiPropertyOptional({ example: { costCenter: 'CC-42' }, description: 'Up to 20 string values' })
   @IsOptional()
   @IsMetadata()
+  // Taken as sent: class-transformer skips keys that name object methods, such as "toString".
+  @Transform(({ obj }) => (obj as { metadata?: unknown }).metadata, { toClassOnly: true })
   metadata?: Record<string, string>;
 }
