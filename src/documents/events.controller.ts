@@ -4,7 +4,7 @@ import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
 import { DocumentEventsService, EventPage } from './document-events.service';
-import { ListEventsQueryDto } from './dto/list-documents-query.dto';
+import { ListEventsQueryDto } from './dto/list-events-query.dto';
 import { DOCUMENT_STATUSES } from './lifecycle';
 
 class DocumentEventDto {

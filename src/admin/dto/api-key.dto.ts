@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import { IsDateString, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { PageLimit } from '../../common/page-limit';
 import { WEBHOOK_OUTCOMES } from '../../webhooks/webhook-event.entity';
 import type { WebhookOutcome } from '../../webhooks/webhook-event.entity';
 
@@ -42,12 +42,7 @@ export class ListApiKeysQueryDto {
 }
 
 export class LimitQueryDto {
-  @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 50 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(200)
+  @PageLimit(200, 50)
   limit?: number;
 }
 

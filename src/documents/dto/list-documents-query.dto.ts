@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
+import { IsIn, IsOptional, IsString, Length } from 'class-validator';
+import { PageLimit } from '../../common/page-limit';
 import { DOCUMENT_TYPES } from '../document.entity';
 import type { DocumentType } from '../document.entity';
 import { DOCUMENT_STATUSES } from '../lifecycle';
@@ -23,31 +23,11 @@ export class ListDocumentsQueryDto {
   @Length(1, 128)
   externalId?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt({ message: 'must be an integer from 1 to 100' })
-  @Min(1, { message: 'must be an integer from 1 to 100' })
-  @Max(100, { message: 'must be an integer from 1 to 100' })
+  @PageLimit(100, 20)
   limit?: number;
 
   @ApiPropertyOptional({ description: 'The nextCursor of the previous page' })
   @IsOptional()
   @IsString()
   cursor?: string;
-}
-
-export class ListEventsQueryDto {
-  @ApiPropertyOptional({ description: 'Resume after this cursor (the nextCursor of the previous call); omit to start from the beginning' })
-  @IsOptional()
-  @IsString()
-  after?: string;
-
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt({ message: 'must be an integer from 1 to 100' })
-  @Min(1, { message: 'must be an integer from 1 to 100' })
-  @Max(100, { message: 'must be an integer from 1 to 100' })
-  limit?: number;
 }
