@@ -17,13 +17,9 @@ describe('API keys on /api/v1 (spec §5.1, CONTRACT §2.1)', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    db = new Client({ connectionString: t.databaseUrl });
-    await db.connect();
+    db = t.db;
   });
-  afterAll(async () => {
-    await db.end();
-    await t.close();
-  });
+  afterAll(() => t.close());
 
   it('GET /api/v1/me tells the key its source, id, prefix and expiry', async () => {
     const expiresAt = new Date(Date.now() + 86400_000).toISOString();

@@ -13,15 +13,11 @@ describe('documents API (CONTRACT §2.3)', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    db = new Client({ connectionString: t.databaseUrl });
-    await db.connect();
+    db = t.db;
     acme = await newSourceWithKey(t.app);
     other = await newSourceWithKey(t.app);
   });
-  afterAll(async () => {
-    await db.end();
-    await t.close();
-  });
+  afterAll(() => t.close());
 
   describe('POST /api/v1/documents', () => {
     it('creates the document: 201, Location, and every field of the contract', async () => {

@@ -14,14 +14,10 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    db = new Client({ connectionString: t.databaseUrl });
-    await db.connect();
+    db = t.db;
     acme = await newSourceWithKey(t.app);
   });
-  afterAll(async () => {
-    await db.end();
-    await t.close();
-  });
+  afterAll(() => t.close());
 
   describe('the X-Idempotency-Key header', () => {
     it('is required on every POST: 422 VALIDATION_ERROR naming the header, nothing created', async () => {

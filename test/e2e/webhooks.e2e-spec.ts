@@ -31,14 +31,10 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
 
   beforeAll(async () => {
     t = await startTestApp({ env: { BANK_WEBHOOK_SECRET_PREVIOUS: PREVIOUS_SECRET } });
-    db = new Client({ connectionString: t.databaseUrl });
-    await db.connect();
+    db = t.db;
     acme = await newSourceWithKey(t.app);
   });
-  afterAll(async () => {
-    await db.end();
-    await t.close();
-  });
+  afterAll(() => t.close());
 
   describe('a correctly signed event', () => {
     it('is stored with its raw body and timestamp, applied, and answered 200 {"received":true}', async () => {

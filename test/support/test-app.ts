@@ -2,6 +2,7 @@ import { Type } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { __resetOutOfContextForTests } from 'nestjs-pino/PinoLogger';
 import { Writable } from 'node:stream';
+import { Client } from 'pg';
 import { createApp } from '../../src/app.factory';
 import { loadConfig } from '../../src/config/app-config';
 import { createTestDatabase, dropTestDatabase } from './database';
@@ -12,6 +13,8 @@ export const TEST_WEBHOOK_SECRET = 'test-webhook-secret-0123456789abcdef';
 export interface TestApp {
   app: NestFastifyApplication;
   databaseUrl: string;
+  /** A connection of the test's own to the app's database, for setting up and checking rows. */
+  db: Client;
   /** Every log line the app wrote, as production would have written it to stdout. */
   logs: () => string;
   close: () => Promise<void>;
@@ -46,11 +49,17 @@ export async function startTestApp({ env = {}, databaseUrl, extraModules }: Test
   // first app of the process; each test app needs its own, as each production process has.
   __resetOutOfContextForTests();
   const app = await createApp({ config, databaseUrl: url, logDestination, extraModules });
+  const db = new Client({ connectionString: url });
+  // Outage tests stop the server under it; that connection is then simply gone.
+  db.on('error', () => undefined);
+  await db.connect();
   return {
     app,
     databaseUrl: url,
+    db,
     logs: () => logs,
     close: async () => {
+      await db.end().catch(() => undefined);
       await app.close();
       if (ownsDatabase) await dropTestDatabase(url);
     },
