@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { loadConfig } from './src/config/app-config';
-import { startEmbeddedPostgres } from './src/database/embedded-postgres';
+import { locateDatabase } from './src/database/database-location';
 import { buildDataSourceOptions } from './src/database/typeorm-options';
 
 /**
@@ -9,7 +9,6 @@ import { buildDataSourceOptions } from './src/database/typeorm-options';
  * by the same options builder as the application. Without DATABASE_URL it uses the embedded cluster.
  */
 export default (async () => {
-  const config = loadConfig();
-  const url = config.DATABASE_URL ?? (await startEmbeddedPostgres({ dataDir: config.DATA_DIR })).url;
+  const { url } = await locateDatabase(loadConfig());
   return new DataSource(buildDataSourceOptions({ url }));
 })();

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import pino from 'pino';
 import { createApp } from './app.factory';
 import { AppConfig, ConfigValidationError, loadConfig } from './config/app-config';
-import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
+import { locateDatabase } from './database/database-location';
 
 let log = pino();
 
@@ -22,17 +22,13 @@ function configOrExit(): AppConfig {
 async function bootstrap(): Promise<void> {
   const config = configOrExit();
   log = pino({ level: config.LOG_LEVEL });
-  let embedded: EmbeddedDatabase | undefined;
-  if (!config.DATABASE_URL) {
-    embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log: (message) => log.info(message) });
-  }
-  const databaseUrl = config.DATABASE_URL ?? embedded!.url;
-  const app = await createApp({ config, databaseUrl }).catch(async (error) => {
-    await embedded?.stop();
+  const database = await locateDatabase(config, (message) => log.info(message));
+  const app = await createApp({ config, databaseUrl: database.url }).catch(async (error) => {
+    await database.release();
     throw error;
   });
   await app.listen({ port: config.PORT, host: config.HOST });
-  log.info({ port: config.PORT, host: config.HOST, embeddedDatabase: Boolean(embedded) }, 'Tax Document Gateway listening');
+  log.info({ port: config.PORT, host: config.HOST, embeddedDatabase: database.embedded }, 'Tax Document Gateway listening');
 
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
@@ -42,7 +38,7 @@ async function bootstrap(): Promise<void> {
     // app.close() stops accepting, waits for in-flight requests, then closes the pool; the embedded
     // cluster goes last so those requests still have their database.
     await app.close();
-    await embedded?.stop();
+    await database.release();
     log.info('Shutdown complete');
     process.exit(0);
   };

@@ -14,31 +14,21 @@ export const MAX_FAILURES_PER_MINUTE = 10;
 export class AdminAuthFailuresService {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  /** Seconds until the current window closes when `address` is locked out, else null. */
-  async lockedOutFor(address: string): Promise<number | null> {
-    const [row] = await this.dataSource.query(
-      `SELECT CEIL(EXTRACT(EPOCH FROM (date_trunc('minute', now()) + interval '1 minute' - now())))::int AS seconds
-         FROM admin_auth_failures
-        WHERE remote_address = $1 AND window_start = date_trunc('minute', now()) AND failures >= $2`,
-      [address, MAX_FAILURES_PER_MINUTE],
-    );
-    return row ? Math.max(1, row.seconds) : null;
-  }
-
   /**
    * Counts an attempt as failed before its token is compared, in one atomic statement, so parallel
    * guesses cannot all slip past the limit; `forgive` takes it back when the token was right.
-   * Returns the failures of this window including this one.
+   * Returns the failures of this window including this one, and the seconds until it closes.
    */
-  async reserveAttempt(address: string): Promise<number> {
+  async reserveAttempt(address: string): Promise<{ failures: number; secondsLeft: number }> {
     const [row] = await this.dataSource.query(
       `INSERT INTO admin_auth_failures (remote_address, window_start, failures)
        VALUES ($1, date_trunc('minute', now()), 1)
        ON CONFLICT (remote_address, window_start) DO UPDATE SET failures = admin_auth_failures.failures + 1
-       RETURNING failures`,
+       RETURNING failures,
+                 CEIL(EXTRACT(EPOCH FROM (window_start + interval '1 minute' - now())))::int AS "secondsLeft"`,
       [address],
     );
-    return row.failures;
+    return { failures: row.failures, secondsLeft: Math.max(1, row.secondsLeft) };
   }
 
   async forgive(address: string): Promise<void> {

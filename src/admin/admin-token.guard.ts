@@ -13,22 +13,17 @@ export class AdminTokenGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const lockedOutFor = await this.failures.lockedOutFor(request.ip);
-    if (lockedOutFor !== null) {
-      throw new AppError('RATE_LIMITED', 'Too many failed attempts from this address; try again later', undefined, {
-        'Retry-After': String(lockedOutFor),
-      });
-    }
-    const failures = await this.failures.reserveAttempt(request.ip);
-    const presented = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
-    if (presented && tokensMatch(presented, this.adminToken) && failures <= MAX_FAILURES_PER_MINUTE) {
-      await this.failures.forgive(request.ip);
-      return true;
-    }
+    // Counted before the compare, so even the right token is refused once the address is locked out.
+    const { failures, secondsLeft } = await this.failures.reserveAttempt(request.ip);
     if (failures > MAX_FAILURES_PER_MINUTE) {
       throw new AppError('RATE_LIMITED', 'Too many failed attempts from this address; try again later', undefined, {
-        'Retry-After': String((await this.failures.lockedOutFor(request.ip)) ?? 60),
+        'Retry-After': String(secondsLeft),
       });
+    }
+    const presented = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
+    if (presented && tokensMatch(presented, this.adminToken)) {
+      await this.failures.forgive(request.ip);
+      return true;
     }
     throw new AppError('UNAUTHORIZED', 'A valid admin token is required: Authorization: Bearer <ADMIN_TOKEN>');
   }

@@ -5,7 +5,7 @@ import { AuditLogService } from '../admin/audit-log.service';
 import { ApiKeyEntity } from '../auth/api-key.entity';
 import { ApiKeysService } from '../auth/api-keys.service';
 import { AppConfig } from '../config/app-config';
-import { startEmbeddedPostgres } from '../database/embedded-postgres';
+import { locateDatabase } from '../database/database-location';
 import { runMigrations } from '../database/migrations-runner';
 import { buildDataSourceOptions } from '../database/typeorm-options';
 
@@ -23,11 +23,11 @@ export class OperatorError extends Error {}
  * constructors, no bootstrap logging, no retry loop, and a database that is down fails at once.
  */
 export async function openOperatorDatabase(config: AppConfig, notice: (line: string) => void): Promise<OperatorDatabase> {
-  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: config.DATA_DIR });
-  const dataSource = new DataSource(buildDataSourceOptions({ url: config.DATABASE_URL ?? embedded!.url, poolSize: 2 }));
+  const database = await locateDatabase(config);
+  const dataSource = new DataSource(buildDataSourceOptions({ url: database.url, poolSize: 2 }));
   const close = async () => {
     if (dataSource.isInitialized) await dataSource.destroy();
-    await embedded?.stop();
+    await database.release();
   };
   try {
     await dataSource.initialize();

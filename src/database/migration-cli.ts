@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { ConfigValidationError, loadConfig } from '../config/app-config';
-import { startEmbeddedPostgres } from './embedded-postgres';
+import { locateDatabase } from './database-location';
 import { revertLastMigration, runMigrations } from './migrations-runner';
 import { buildDataSourceOptions } from './typeorm-options';
 
@@ -12,8 +12,8 @@ import { buildDataSourceOptions } from './typeorm-options';
 async function main(command: string | undefined): Promise<void> {
   if (command !== 'run' && command !== 'revert') throw new Error('usage: migration-cli run|revert');
   const config = loadConfig();
-  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: config.DATA_DIR });
-  const dataSource = await new DataSource(buildDataSourceOptions({ url: config.DATABASE_URL ?? embedded!.url })).initialize();
+  const database = await locateDatabase(config);
+  const dataSource = await new DataSource(buildDataSourceOptions({ url: database.url })).initialize();
   try {
     if (command === 'run') {
       const applied = await runMigrations(dataSource);
@@ -24,7 +24,7 @@ async function main(command: string | undefined): Promise<void> {
     }
   } finally {
     await dataSource.destroy();
-    await embedded?.stop();
+    await database.release();
   }
 }
 

@@ -20,6 +20,15 @@ const PROBLEM = /^application\/problem\+json/;
 describe('error model (CONTRACT §1)', () => {
   let t: TestApp;
 
+  /** A real POST route that takes a JSON body, behind the admin token. */
+  const postAsAdmin = (payload: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/admin/api-keys',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      payload,
+    });
+
   beforeAll(async () => {
     t = await startTestApp({ env: { BODY_LIMIT_BYTES: '2048' }, extraModules: [FailingModule] });
   });
@@ -70,12 +79,7 @@ describe('error model (CONTRACT §1)', () => {
   });
 
   it.each(['{bad', '{"a":1', '"unterminated'])('answers unparseable JSON %p with 422 VALIDATION_ERROR naming the body', async (payload) => {
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/admin/api-keys',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-      payload,
-    });
+    const res = await postAsAdmin(payload);
     expect(res.statusCode).toBe(422);
     expect(res.headers['content-type']).toMatch(PROBLEM);
     expect(res.json()).toMatchObject({
@@ -97,12 +101,7 @@ describe('error model (CONTRACT §1)', () => {
     ['{"source":"ok-source","name":{"constructor":"x"}}', 'name.constructor', 'is a reserved name and cannot be used as a key'],
     ['{"source":"ok-source","__proto__":{"admin":true}}', 'body', 'is not valid JSON'],
   ])('refuses %s, which could not be stored as sent, with 422 naming %s', async (payload, field, message) => {
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/admin/api-keys',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-      payload,
-    });
+    const res = await postAsAdmin(payload);
     expect(res.statusCode).toBe(422);
     expect(res.json().errors).toEqual([{ field, message }]);
   });
