@@ -1,33 +1,36 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiCreatedResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
+import { ApiProblems } from '../common/problem.dto';
+import { ADMIN_TOKEN_SCHEME } from '../openapi/api-description';
 import { AdminApiKeysService } from './admin-api-keys.service';
 import { AdminTokenGuard } from './admin-token.guard';
 import { WebhookEventsService } from '../webhooks/webhook-events.service';
 import { AuditLogService } from './audit-log.service';
 import {
+  ApiKeyListDto,
   ApiKeyResponseDto,
+  AuditLogPageDto,
   CreateApiKeyDto,
   IssuedApiKeyResponseDto,
   LimitQueryDto,
   ListApiKeysQueryDto,
   RotateApiKeyDto,
+  WebhookEventPageDto,
   WebhookEventsQueryDto,
 } from './dto/api-key.dto';
 
+const KEY_ID = ApiParam({ name: 'id', description: "The key's id; an unknown id (or one that is not a UUID) is a 404", example: '7c9e6679-7425-40de-944b-e07fc1f90ae7' });
+const KEY_LINKS = {
+  getApiKey: { operationId: 'getApiKey', parameters: { id: '$response.body#/id' }, description: 'Read the key' },
+  revokeApiKey: { operationId: 'revokeApiKey', parameters: { id: '$response.body#/id' }, description: 'Revoke the key' },
+  rotateApiKey: { operationId: 'rotateApiKey', parameters: { id: '$response.body#/id' }, description: 'Rotate the key' },
+};
+
 @ApiTags('admin')
-@ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'UNAUTHORIZED: missing or wrong admin token' })
-@ApiTooManyRequestsResponse({ description: 'RATE_LIMITED: more than 10 failed attempts from this address this minute' })
+@ApiBearerAuth(ADMIN_TOKEN_SCHEME)
+// Every call: the token (401), the lockout after 10 failed attempts a minute per address (429), the database (503).
+@ApiProblems('UNAUTHORIZED', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE')
 @UseGuards(AdminTokenGuard)
 @Controller('admin')
 export class AdminApiController {
@@ -38,50 +41,80 @@ export class AdminApiController {
   ) {}
 
   @Post('api-keys')
-  @ApiOperation({ summary: 'Issue an API key for a source; the key is in this response only' })
-  @ApiCreatedResponse({ type: IssuedApiKeyResponseDto })
+  @ApiOperation({
+    operationId: 'createApiKey',
+    summary: 'Issue an API key',
+    description: 'Issues a key bound to `source`. The key itself is in this response only: it is stored as a hash and never shown again. Needs no idempotency key.',
+  })
+  @ApiCreatedResponse({ type: IssuedApiKeyResponseDto, links: KEY_LINKS })
+  @ApiProblems('VALIDATION_ERROR')
   create(@Body() body: CreateApiKeyDto, @Req() request: FastifyRequest) {
     return this.keys.create(body, request.ip);
   }
 
   @Get('api-keys')
-  @ApiOperation({ summary: 'List keys, optionally of one source, newest first' })
-  @ApiOkResponse({ schema: { properties: { data: { type: 'array', items: { $ref: '#/components/schemas/ApiKeyResponseDto' } } } } })
-  async list(@Query() query: ListApiKeysQueryDto) {
+  @ApiOperation({ operationId: 'listApiKeys', summary: 'List API keys', description: 'Every key, or those of one source, newest first; never the key or its hash.' })
+  @ApiOkResponse({ type: ApiKeyListDto })
+  @ApiProblems('VALIDATION_ERROR')
+  async list(@Query() query: ListApiKeysQueryDto): Promise<ApiKeyListDto> {
     return { data: await this.keys.list(query.source) };
   }
 
   @Get('api-keys/:id')
+  @ApiOperation({ operationId: 'getApiKey', summary: 'Read an API key', description: 'The key object, with its status and when it was last used; never the key or its hash.' })
+  @KEY_ID
   @ApiOkResponse({ type: ApiKeyResponseDto })
-  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')
   get(@Param('id') id: string) {
     return this.keys.get(id);
   }
 
   @Post('api-keys/:id/revoke')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Revoke a key now; the very next request with it gets 401' })
+  @ApiOperation({
+    operationId: 'revokeApiKey',
+    summary: 'Revoke an API key',
+    description: 'Takes effect on the very next request, on every instance. Revoking a revoked key answers 200 and keeps the first `revokedAt`. Takes no body.',
+  })
+  @KEY_ID
   @ApiOkResponse({ type: ApiKeyResponseDto })
+  @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')
   revoke(@Param('id') id: string, @Req() request: FastifyRequest) {
     return this.keys.revoke(id, request.ip);
   }
 
   @Post('api-keys/:id/rotate')
-  @ApiOperation({ summary: 'Issue a successor; the old key keeps working for the grace period' })
-  @ApiCreatedResponse({ type: IssuedApiKeyResponseDto })
+  @ApiOperation({
+    operationId: 'rotateApiKey',
+    summary: 'Rotate an API key',
+    description:
+      'Issues a successor with the same source, name and expiry; the old key keeps working for `gracePeriodSeconds`, then counts as revoked. ' +
+      'Only an active key that was not rotated yet can be rotated (else 409 `INVALID_STATE_TRANSITION`). The body may be omitted.',
+  })
+  @KEY_ID
+  @ApiCreatedResponse({ type: IssuedApiKeyResponseDto, description: 'The successor, with its key (shown this once)', links: KEY_LINKS })
+  @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'VALIDATION_ERROR')
   rotate(@Param('id') id: string, @Body() body: RotateApiKeyDto, @Req() request: FastifyRequest) {
     return this.keys.rotate(id, body?.gracePeriodSeconds ?? 0, request.ip);
   }
 
   @Get('audit-log')
-  @ApiOperation({ summary: 'Recent admin actions, newest first' })
-  async auditLog(@Query() query: LimitQueryDto) {
+  @ApiOperation({ operationId: 'listAuditLog', summary: 'Read the audit log', description: 'Key changes (created, rotated, revoked), newest first, with who made them (address) and when. Reads are not recorded.' })
+  @ApiOkResponse({ type: AuditLogPageDto })
+  @ApiProblems('VALIDATION_ERROR')
+  async auditLog(@Query() query: LimitQueryDto): Promise<AuditLogPageDto> {
     return { data: await this.audit.recent(query.limit ?? 50) };
   }
 
   @Get('webhook-events')
-  @ApiOperation({ summary: 'Bank webhook deliveries, newest first, optionally by outcome' })
-  async listWebhookEvents(@Query() query: WebhookEventsQueryDto) {
+  @ApiOperation({
+    operationId: 'listWebhookEvents',
+    summary: 'List bank webhook deliveries',
+    description: 'Every accepted delivery, newest first, with what it did (`outcome`), optionally only those with one outcome.',
+  })
+  @ApiOkResponse({ type: WebhookEventPageDto })
+  @ApiProblems('VALIDATION_ERROR')
+  async listWebhookEvents(@Query() query: WebhookEventsQueryDto): Promise<WebhookEventPageDto> {
     return { data: await this.webhookEvents.list({ outcome: query.status, limit: query.limit ?? 50 }) };
   }
 }

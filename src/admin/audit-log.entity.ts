@@ -1,6 +1,7 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
-export type AuditAction = 'api_key.created' | 'api_key.revoked' | 'api_key.rotated';
+export const AUDIT_ACTIONS = ['api_key.created', 'api_key.revoked', 'api_key.rotated'] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** What an administrator changed, by whom (address) and when. Never a key, hash or token. */
 @Entity('admin_audit_log')

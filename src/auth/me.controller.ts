@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProperty, ApiSecurity, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from './authenticated-key';
 import type { AuthenticatedKey } from './authenticated-key';
 
@@ -11,13 +11,15 @@ class MeResponseDto {
 }
 
 @ApiTags('api keys')
-@ApiSecurity('apiKey')
 @Controller('api/v1/me')
 export class MeController {
   @Get()
-  @ApiOperation({ summary: 'Check an API key: which source it acts for and until when' })
+  @ApiOperation({
+    operationId: 'getMe',
+    summary: 'Check the API key',
+    description: 'Which source the key acts for (the `source` every document body must name) and until when it is valid.',
+  })
   @ApiOkResponse({ type: MeResponseDto })
-  @ApiUnauthorizedResponse({ description: 'UNAUTHORIZED: key missing, unknown, revoked or expired' })
   me(@CurrentKey() key: AuthenticatedKey): MeResponseDto {
     return { source: key.source, keyId: key.keyId, keyPrefix: key.prefix, expiresAt: key.expiresAt?.toISOString() ?? null };
   }

@@ -27,6 +27,9 @@ export class MalformedBody {
   }
 }
 
+/** What every free-text string of a request obeys, as a JSON Schema pattern: no NUL (see findUnstorable). */
+export const TEXT_PATTERN = '^[^\\u0000]*$';
+
 /** Keys that class-transformer silently drops (or secure JSON parsing refuses) on the way to a DTO. */
 const RESERVED_KEYS = new Set(['constructor', '__proto__', 'prototype']);
 

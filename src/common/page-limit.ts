@@ -7,7 +7,7 @@ import { IsInt, IsOptional, Max, Min } from 'class-validator';
 export function PageLimit(max: number, fallback: number): PropertyDecorator {
   const message = `must be an integer from 1 to ${max}`;
   return applyDecorators(
-    ApiPropertyOptional({ minimum: 1, maximum: max, default: fallback }),
+    ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: max, default: fallback, description: `Items per page, 1 to ${max}` }),
     IsOptional(),
     Type(() => Number),
     IsInt({ message }),

@@ -31,6 +31,11 @@ const UNREACHABLE_SQLSTATE = /^(08|57P0)/;
 /** RFC 9110 names where Node's table still has the older ones. */
 const TITLES: Record<number, string> = { 413: 'Content Too Large', 422: 'Unprocessable Content' };
 
+/** The `title` of every problem with this status; the OpenAPI examples use it too. */
+export function problemTitle(status: number): string {
+  return TITLES[status] ?? STATUS_CODES[status] ?? 'Error';
+}
+
 export function isDatabaseUnavailable(error: unknown): boolean {
   // Duck-typed: driver errors may come from another realm (worker, VM), where instanceof fails.
   if (typeof error !== 'object' || error === null) return false;
@@ -84,7 +89,7 @@ export function toProblem(error: unknown, instance: string, requestId: string): 
   if (code === 'SERVICE_UNAVAILABLE' && !extraHeaders['Retry-After']) extraHeaders['Retry-After'] = RETRY_AFTER_DATABASE_SECONDS;
   const body: ProblemBody = {
     type: 'about:blank',
-    title: TITLES[status] ?? STATUS_CODES[status] ?? 'Error',
+    title: problemTitle(status),
     status,
     code,
     detail,

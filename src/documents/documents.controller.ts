@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
@@ -9,25 +9,33 @@ import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto';
 import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
 
-const IDEMPOTENCY_HEADER = {
-  name: 'X-Idempotency-Key',
-  required: true,
-  description: 'Unique per operation, `[a-zA-Z0-9._:-]{8,128}`. A retry with the same key and body gets the original answer.',
-  example: 'order-4711-create',
+const DOCUMENT_ID = ApiParam({ name: 'id', description: "The document's id; anything that is not one of the source's documents is a 404", example: '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f' });
+const DOCUMENT_LINKS = {
+  getDocument: { operationId: 'getDocument', parameters: { id: '$response.body#/id' }, description: 'Read the document again' },
+  cancelDocument: { operationId: 'cancelDocument', parameters: { id: '$response.body#/id' }, description: 'Cancel it while it awaits payment' },
 };
 
 @ApiTags('documents')
-@ApiSecurity('apiKey')
-@ApiProblems('UNAUTHORIZED', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE', 'INTERNAL_ERROR')
 @Controller('api/v1/documents')
 export class DocumentsController {
   constructor(private readonly documents: DocumentsService) {}
 
   @Post()
-  @ApiOperation({ summary: 'Submit a tax document' })
-  @ApiHeader(IDEMPOTENCY_HEADER)
-  @ApiCreatedResponse({ type: DocumentResponseDto, description: 'Created; `Location` names the new document' })
-  @ApiProblems('VALIDATION_ERROR', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE', 'DUPLICATE_DOCUMENT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE')
+  @ApiOperation({
+    operationId: 'createDocument',
+    summary: 'Submit a tax document',
+    description:
+      "Creates a document in status `PENDING_PAYMENT`. `source` must be the API key's own source (`GET /api/v1/me` tells it), otherwise 401. " +
+      '`externalId` is unique per source and `providerReference` across all documents (409 `DUPLICATE_DOCUMENT`). `taxAmount` must not exceed `totalAmount`. ' +
+      'Bank events that arrived for the `providerReference` before the document are applied to it, in order, as it is created.',
+  })
+  @ApiCreatedResponse({
+    type: DocumentResponseDto,
+    description: 'Created',
+    headers: { Location: { description: 'The new document: `/api/v1/documents/{id}`', required: true, schema: { type: 'string', example: '/api/v1/documents/2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f' } } },
+    links: DOCUMENT_LINKS,
+  })
+  @ApiProblems('VALIDATION_ERROR', 'DUPLICATE_DOCUMENT')
   async create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateDocumentDto, @Res({ passthrough: true }) reply: FastifyReply) {
     const document = await this.documents.create(key, body);
     reply.header('Location', `/api/v1/documents/${document.id}`);
@@ -35,7 +43,11 @@ export class DocumentsController {
   }
 
   @Get()
-  @ApiOperation({ summary: "List the source's documents, newest first" })
+  @ApiOperation({
+    operationId: 'listDocuments',
+    summary: "List the source's documents",
+    description: 'Newest first, filtered by status, type or externalId. Pass `nextCursor` as `cursor` for the next page; pages stay stable while documents are added. Unknown query parameters are a 422.',
+  })
   @ApiOkResponse({ type: DocumentPageDto })
   @ApiProblems('VALIDATION_ERROR')
   list(@CurrentKey() key: AuthenticatedKey, @Query() query: ListDocumentsQueryDto): Promise<DocumentPageDto> {
@@ -43,19 +55,24 @@ export class DocumentsController {
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'Read one document' })
+  @ApiOperation({ operationId: 'getDocument', summary: 'Read one document', description: "One of the source's documents, with its status and the bank's latest payment status." })
+  @DOCUMENT_ID
   @ApiOkResponse({ type: DocumentResponseDto })
-  @ApiProblems('NOT_FOUND')
+  @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')
   get(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<DocumentResponseDto> {
     return this.documents.get(key, id);
   }
 
   @Post(':id/cancel')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Cancel a document that is still awaiting payment' })
-  @ApiHeader(IDEMPOTENCY_HEADER)
-  @ApiOkResponse({ type: DocumentResponseDto })
-  @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'VALIDATION_ERROR', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE')
+  @ApiOperation({
+    operationId: 'cancelDocument',
+    summary: 'Cancel a document',
+    description: 'Only from `PENDING_PAYMENT` or `PAYMENT_FAILED`; any other status is a 409 `INVALID_STATE_TRANSITION`. Takes no body.',
+  })
+  @DOCUMENT_ID
+  @ApiOkResponse({ type: DocumentResponseDto, description: 'The cancelled document' })
+  @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION')
   cancel(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<DocumentResponseDto> {
     return this.documents.cancel(key, id);
   }

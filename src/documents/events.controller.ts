@@ -1,5 +1,5 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProperty, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
@@ -20,19 +20,23 @@ class EventPageDto {
   @ApiProperty({ type: [DocumentEventDto] }) data: DocumentEventDto[];
   @ApiProperty({ nullable: true, type: String, description: 'Where to resume (pass as `after`); null only while the source has no events' })
   nextCursor: string | null;
-  @ApiProperty() hasMore: boolean;
+  @ApiProperty({ description: 'Whether more events follow right now' }) hasMore: boolean;
 }
 
 @ApiTags('events')
-@ApiSecurity('apiKey')
 @Controller('api/v1/events')
 export class EventsController {
   constructor(private readonly events: DocumentEventsService) {}
 
   @Get()
-  @ApiOperation({ summary: "The source's document events, oldest first; page with `after`" })
+  @ApiOperation({
+    operationId: 'listEvents',
+    summary: "Read the source's event feed",
+    description:
+      'One event per document creation and status change, oldest first. Keep `nextCursor` and pass it as `after` to resume: paging this way sees every event exactly once, in order, even while events are being written.',
+  })
   @ApiOkResponse({ type: EventPageDto })
-  @ApiProblems('UNAUTHORIZED', 'VALIDATION_ERROR', 'RATE_LIMITED')
+  @ApiProblems('VALIDATION_ERROR')
   list(@CurrentKey() key: AuthenticatedKey, @Query() query: ListEventsQueryDto): Promise<EventPage> {
     return this.events.list(key.source, query.after, query.limit ?? 20);
   }

@@ -12,9 +12,11 @@ export const ISO_COUNTRIES: ReadonlySet<string> = new Set(
 /** ISO 4217 codes of currencies in use, as Node's ICU data knows them. */
 export const ISO_CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
 
+export const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
+
 /** `YYYY-MM-DD` that names a day that exists (no 2026-02-30). */
 export function isCalendarDate(value: string): boolean {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  const match = DATE_PATTERN.exec(value);
   if (!match) return false;
   const [year, month, day] = match.slice(1).map(Number);
   const date = new Date(Date.UTC(year, month - 1, day));
@@ -22,6 +24,10 @@ export function isCalendarDate(value: string): boolean {
 }
 
 export const AMOUNT_PATTERN = /^\d{1,15}(\.\d{1,4})?$/;
+export const PROVIDER_REFERENCE_PATTERN = /^[A-Za-z0-9._:/-]+$/;
+
+/** Metadata: at most this many string entries, keys and values at most this long. */
+export const METADATA_LIMITS = { entries: 20, keyLength: 40, valueLength: 500 } as const;
 
 /** An amount as an integer of ten-thousandths, so comparisons are exact. */
 export function amountUnits(value: string): bigint {

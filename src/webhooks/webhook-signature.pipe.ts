@@ -36,7 +36,8 @@ const DETAILS: Record<Exclude<SignatureVerdict, { valid: true }>['reason'], stri
   mismatch: 'The webhook signature could not be verified',
 };
 
-const FIELDS = ['eventId', 'eventType', 'status', 'providerReference'] as const;
+export const PAYLOAD_FIELDS = ['eventId', 'eventType', 'status', 'providerReference'] as const;
+export const MAX_FIELD_LENGTH = 255;
 
 /** The body as the spec shapes it (§2.1): an object with four non-empty strings; extra fields are kept, not read. */
 function parsePayload(rawBody: Buffer): PaymentStatusPayload {
@@ -50,13 +51,13 @@ function parsePayload(rawBody: Buffer): PaymentStatusPayload {
     throw AppError.validation([{ field: 'body', message: 'must be a JSON object' }], 'The webhook body is malformed');
   }
   const errors: FieldError[] = [];
-  for (const field of FIELDS) {
+  for (const field of PAYLOAD_FIELDS) {
     const v = (value as Record<string, unknown>)[field];
-    if (typeof v !== 'string' || v.length === 0 || v.length > 255) errors.push({ field, message: 'must be a non-empty string of at most 255 characters' });
+    if (typeof v !== 'string' || v.length === 0 || v.length > MAX_FIELD_LENGTH) errors.push({ field, message: `must be a non-empty string of at most ${MAX_FIELD_LENGTH} characters` });
     else if (v.includes('\u0000')) errors.push({ field, message: 'must not contain NUL characters' });
   }
   if (errors.length) throw AppError.validation(errors, 'The webhook body is malformed');
-  return Object.fromEntries(FIELDS.map((f) => [f, (value as Record<string, string>)[f]])) as unknown as PaymentStatusPayload;
+  return Object.fromEntries(PAYLOAD_FIELDS.map((f) => [f, (value as Record<string, string>)[f]])) as unknown as PaymentStatusPayload;
 }
 
 /**

@@ -3,8 +3,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 export const BANK_WEBHOOK_PATH = '/api/webhooks/payments/bank';
 
 /** Exactly `YYYY-MM-DDTHH:mm:ss.sssZ`, as the specification fixes it. */
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const SIGNATURE = /^[0-9a-fA-F]{64}$/;
+export const TIMESTAMP_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export const SIGNATURE_PATTERN = /^[0-9a-fA-F]{64}$/;
 
 export type SignatureVerdict =
   | { valid: true }
@@ -38,11 +38,11 @@ export function verifyWebhookSignature(
   }
   const sentAt = Date.parse(timestamp);
   // The round trip rejects dates that match the pattern but do not exist (2026-02-30).
-  if (!TIMESTAMP.test(timestamp) || Number.isNaN(sentAt) || new Date(sentAt).toISOString() !== timestamp) {
+  if (!TIMESTAMP_PATTERN.test(timestamp) || Number.isNaN(sentAt) || new Date(sentAt).toISOString() !== timestamp) {
     return { valid: false, reason: 'malformed_timestamp' };
   }
   if (Math.abs(now - sentAt) > toleranceSeconds * 1000) return { valid: false, reason: 'outside_window' };
-  if (!SIGNATURE.test(signature)) return { valid: false, reason: 'mismatch' };
+  if (!SIGNATURE_PATTERN.test(signature)) return { valid: false, reason: 'mismatch' };
   const presented = Buffer.from(signature, 'hex');
   // Every secret is compared, whichever matches, so timing does not tell which one did.
   const matches = secrets.map((secret) => timingSafeEqual(Buffer.from(signWebhook(secret, timestamp, rawBody), 'hex'), presented));

@@ -1,31 +1,33 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDateString, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { TEXT_PATTERN } from '../../common/json-body-parser';
 import { PageLimit } from '../../common/page-limit';
+import { AUDIT_ACTIONS } from '../audit-log.entity';
 import { WEBHOOK_OUTCOMES } from '../../webhooks/webhook-event.entity';
 import type { WebhookOutcome } from '../../webhooks/webhook-event.entity';
 
 export const SOURCE_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
 
 export class CreateApiKeyDto {
-  @ApiProperty({ example: 'acme-erp', pattern: SOURCE_PATTERN.source })
+  @ApiProperty({ example: 'acme-erp', pattern: SOURCE_PATTERN.source, description: 'The client application the key acts for' })
   @IsString()
   @Matches(SOURCE_PATTERN, { message: 'must be 2-63 characters of a-z, 0-9 and -, starting with a letter or digit' })
   source: string;
 
-  @ApiPropertyOptional({ example: 'ERP production', maxLength: 200 })
+  @ApiPropertyOptional({ example: 'ERP production', minLength: 1, maxLength: 200, pattern: TEXT_PATTERN, description: 'For people: what the key is for' })
   @IsOptional()
   @IsString()
   @Length(1, 200)
   name?: string;
 
-  @ApiPropertyOptional({ format: 'date-time', example: '2027-12-31T00:00:00.000Z' })
+  @ApiPropertyOptional({ format: 'date-time', example: '2027-12-31T00:00:00.000Z', description: 'ISO 8601, in the future; absent: never expires' })
   @IsOptional()
   @IsDateString({ strict: true }, { message: 'must be an ISO 8601 date-time' })
   expiresAt?: string;
 }
 
 export class RotateApiKeyDto {
-  @ApiPropertyOptional({ minimum: 0, maximum: 86400, default: 0, description: 'How long the old key keeps working' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 86400, default: 0, description: 'Seconds the old key keeps working' })
   @IsOptional()
   @IsInt()
   @Min(0)
@@ -34,7 +36,7 @@ export class RotateApiKeyDto {
 }
 
 export class ListApiKeysQueryDto {
-  @ApiPropertyOptional({ example: 'acme-erp' })
+  @ApiPropertyOptional({ example: 'acme-erp', pattern: SOURCE_PATTERN.source, description: 'Only the keys of this source' })
   @IsOptional()
   @IsString()
   @Matches(SOURCE_PATTERN, { message: 'must be a valid source' })
@@ -56,10 +58,10 @@ export class WebhookEventsQueryDto extends LimitQueryDto {
 export class ApiKeyResponseDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ example: 'acme-erp' }) source: string;
-  @ApiProperty({ nullable: true, type: String }) name: string | null;
-  @ApiProperty({ example: 'sk_tax_4fQ9a' }) prefix: string;
-  @ApiProperty({ example: 'x9Qz' }) last4: string;
-  @ApiProperty({ enum: ['ACTIVE', 'REVOKED', 'EXPIRED'] }) status: string;
+  @ApiProperty({ nullable: true, type: String, example: 'ERP production' }) name: string | null;
+  @ApiProperty({ example: 'sk_tax_4fQ9a', description: "The key's first 12 characters" }) prefix: string;
+  @ApiProperty({ example: 'x9Qz', description: "The key's last 4 characters" }) last4: string;
+  @ApiProperty({ enum: ['ACTIVE', 'REVOKED', 'EXPIRED'], description: 'A rotated key stays ACTIVE until its grace period ends' }) status: string;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ nullable: true, type: String, format: 'date-time' }) expiresAt: string | null;
   @ApiProperty({ nullable: true, type: String, format: 'date-time' }) revokedAt: string | null;
@@ -69,4 +71,36 @@ export class ApiKeyResponseDto {
 
 export class IssuedApiKeyResponseDto extends ApiKeyResponseDto {
   @ApiProperty({ example: 'sk_tax_4fQ9a…', description: 'The key itself. Shown once, never again.' }) key: string;
+}
+
+export class ApiKeyListDto {
+  @ApiProperty({ type: [ApiKeyResponseDto] }) data: ApiKeyResponseDto[];
+}
+
+export class AuditEntryDto {
+  @ApiProperty({ example: '42' }) id: string;
+  @ApiProperty({ enum: AUDIT_ACTIONS }) action: string;
+  @ApiProperty({ nullable: true, type: String, format: 'uuid' }) keyId: string | null;
+  @ApiProperty({ nullable: true, type: String, example: 'acme-erp' }) source: string | null;
+  @ApiProperty({ example: '203.0.113.7', description: "The administrator's address (the TCP peer), or `cli` for the operator CLI" })
+  remoteAddress: string;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+}
+
+export class AuditLogPageDto {
+  @ApiProperty({ type: [AuditEntryDto] }) data: AuditEntryDto[];
+}
+
+export class WebhookEventDto {
+  @ApiProperty({ example: 'evt_000123' }) eventId: string;
+  @ApiProperty({ example: 'PAYMENT_STATUS' }) eventType: string;
+  @ApiProperty({ example: 'PAID', description: 'The status as the bank sent it' }) status: string;
+  @ApiProperty({ example: 'PAY-2026-0001' }) providerReference: string;
+  @ApiProperty({ enum: WEBHOOK_OUTCOMES, description: 'What the delivery did' }) outcome: string;
+  @ApiProperty({ nullable: true, type: String, format: 'uuid', description: 'The document it concerned, once there is one' }) documentId: string | null;
+  @ApiProperty({ format: 'date-time' }) receivedAt: string;
+}
+
+export class WebhookEventPageDto {
+  @ApiProperty({ type: [WebhookEventDto] }) data: WebhookEventDto[];
 }

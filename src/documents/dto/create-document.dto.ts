@@ -14,7 +14,18 @@ import {
 } from 'class-validator';
 import { DOCUMENT_TYPES } from '../document.entity';
 import type { DocumentType } from '../document.entity';
-import { AMOUNT_PATTERN, amountUnits, isCalendarDate, ISO_COUNTRIES, ISO_CURRENCIES } from '../reference-data';
+import { SOURCE_PATTERN } from '../../admin/dto/api-key.dto';
+import { TEXT_PATTERN } from '../../common/json-body-parser';
+import {
+  AMOUNT_PATTERN,
+  amountUnits,
+  DATE_PATTERN,
+  isCalendarDate,
+  ISO_COUNTRIES,
+  ISO_CURRENCIES,
+  METADATA_LIMITS,
+  PROVIDER_REFERENCE_PATTERN,
+} from '../reference-data';
 
 function rule(name: string, message: string, test: (value: unknown, args: ValidationArguments) => boolean) {
   return (target: object, propertyName: string) =>
@@ -33,36 +44,44 @@ const NotAboveTotal = () =>
     if (typeof v !== 'string' || typeof total !== 'string' || !AMOUNT_PATTERN.test(v) || !AMOUNT_PATTERN.test(total)) return true;
     return amountUnits(v) <= amountUnits(total);
   });
+const { entries: MAX_ENTRIES, keyLength: MAX_KEY, valueLength: MAX_VALUE } = METADATA_LIMITS;
 const IsMetadata = () =>
-  rule('isMetadata', 'must have at most 20 keys of at most 40 characters, each with a string value of at most 500 characters', (v) => {
+  rule('isMetadata', `must have at most ${MAX_ENTRIES} keys of at most ${MAX_KEY} characters, each with a string value of at most ${MAX_VALUE} characters`, (v) => {
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
     const entries = Object.entries(v);
-    return entries.length <= 20 && entries.every(([key, value]) => key.length >= 1 && key.length <= 40 && typeof value === 'string' && value.length <= 500);
+    return entries.length <= MAX_ENTRIES && entries.every(([key, value]) => key.length >= 1 && key.length <= MAX_KEY && typeof value === 'string' && value.length <= MAX_VALUE);
   });
 
+const COUNTRIES = [...ISO_COUNTRIES].sort();
+const CURRENCIES = [...ISO_CURRENCIES].sort();
+
 export class TaxpayerDto {
-  @ApiProperty({ example: 'DE123456789', minLength: 1, maxLength: 64 })
+  @ApiProperty({ example: 'DE123456789', minLength: 1, maxLength: 64, pattern: TEXT_PATTERN })
   @IsString()
   @Length(1, 64)
   taxId: string;
 
-  @ApiProperty({ example: 'Muster GmbH', minLength: 1, maxLength: 200 })
+  @ApiProperty({ example: 'Muster GmbH', minLength: 1, maxLength: 200, pattern: TEXT_PATTERN })
   @IsString()
   @Length(1, 200)
   name: string;
 
-  @ApiProperty({ example: 'DE', description: 'ISO 3166-1 alpha-2, upper case' })
+  @ApiProperty({ example: 'DE', enum: COUNTRIES, pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2, upper case' })
   @IsCountry()
   country: string;
 }
 
 export class CreateDocumentDto {
-  @ApiProperty({ example: 'acme-erp', description: "Must be the API key's own source, otherwise 401" })
+  @ApiProperty({
+    example: 'acme-erp',
+    pattern: SOURCE_PATTERN.source,
+    description: "Must equal the API key's own source (`GET /api/v1/me` returns it); any other value is a 401",
+  })
   @IsDefined({ message: 'is required' })
   @IsString()
   source: string;
 
-  @ApiProperty({ example: 'INV-2026-0001', minLength: 1, maxLength: 128, description: 'Your own id; unique per source' })
+  @ApiProperty({ example: 'INV-2026-0001', minLength: 1, maxLength: 128, pattern: TEXT_PATTERN, description: 'Your own id; unique per source' })
   @IsString()
   @Length(1, 128)
   externalId: string;
@@ -78,31 +97,43 @@ export class CreateDocumentDto {
   @Type(() => TaxpayerDto)
   taxpayer: TaxpayerDto;
 
-  @ApiProperty({ example: '2026-11-20', format: 'date' })
+  @ApiProperty({ example: '2026-11-20', format: 'date', pattern: DATE_PATTERN.source, description: 'A day that exists, as YYYY-MM-DD' })
   @IsCalendarDate()
   issueDate: string;
 
-  @ApiProperty({ example: 'EUR', description: 'ISO 4217, upper case' })
+  @ApiProperty({ example: 'EUR', enum: CURRENCIES, pattern: '^[A-Z]{3}$', description: 'ISO 4217, upper case' })
   @IsCurrency()
   currency: string;
 
-  @ApiProperty({ example: '119.00', pattern: AMOUNT_PATTERN.source })
+  @ApiProperty({ example: '119.00', pattern: AMOUNT_PATTERN.source, description: 'A decimal string: up to 15 digits and 4 decimals' })
   @IsAmount()
   totalAmount: string;
 
-  @ApiProperty({ example: '19.00', pattern: AMOUNT_PATTERN.source, description: 'At most totalAmount' })
+  @ApiProperty({ example: '19.00', pattern: AMOUNT_PATTERN.source, description: 'Like totalAmount, and at most totalAmount (else 422)' })
   @IsAmount()
   @NotAboveTotal()
   taxAmount: string;
 
-  @ApiPropertyOptional({ example: 'PAY-2026-0001', maxLength: 128, description: 'The bank’s payment reference; unique across all documents' })
+  @ApiPropertyOptional({
+    example: 'PAY-2026-0001',
+    minLength: 1,
+    maxLength: 128,
+    pattern: PROVIDER_REFERENCE_PATTERN.source,
+    description: 'The bank’s payment reference; unique across all documents',
+  })
   @IsOptional()
   @IsString()
   @Length(1, 128)
-  @Matches(/^[A-Za-z0-9._:/-]+$/, { message: 'may only contain letters, digits and . _ : / -' })
+  @Matches(PROVIDER_REFERENCE_PATTERN, { message: 'may only contain letters, digits and . _ : / -' })
   providerReference?: string;
 
-  @ApiPropertyOptional({ example: { costCenter: 'CC-42' }, description: 'Up to 20 string values' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { type: 'string', maxLength: MAX_VALUE, pattern: TEXT_PATTERN },
+    maxProperties: MAX_ENTRIES,
+    example: { costCenter: 'CC-42' },
+    description: `Your own string values, kept as sent: at most ${MAX_ENTRIES} keys of 1 to ${MAX_KEY} characters (not \`constructor\`, \`__proto__\` or \`prototype\`)`,
+  })
   @IsOptional()
   @IsMetadata()
   // Taken as sent: class-transformer skips keys that name object methods, such as "toString".

@@ -4,7 +4,7 @@ import { DOCUMENT_STATUSES } from '../lifecycle';
 import { TaxpayerDto } from './create-document.dto';
 
 export class PaymentDto {
-  @ApiProperty({ nullable: true, type: String, example: 'PAID', description: 'The last provider status applied or recorded' })
+  @ApiProperty({ nullable: true, type: String, example: 'PAID', description: "The bank's last status applied or recorded (upper case)" })
   status: string | null;
   @ApiProperty({ nullable: true, type: String, example: 'evt_123' }) lastEventId: string | null;
   @ApiProperty({ nullable: true, type: String, format: 'date-time' }) updatedAt: string | null;
@@ -23,7 +23,7 @@ export class DocumentResponseDto {
   @ApiProperty({ nullable: true, type: String, example: 'PAY-2026-0001' }) providerReference: string | null;
   @ApiProperty({ enum: DOCUMENT_STATUSES, example: 'PENDING_PAYMENT' }) status: string;
   @ApiProperty({ type: PaymentDto }) payment: PaymentDto;
-  @ApiProperty({ example: { costCenter: 'CC-42' } }) metadata: Record<string, string>;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, example: { costCenter: 'CC-42' } }) metadata: Record<string, string>;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }

@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length } from 'class-validator';
+import { TEXT_PATTERN } from '../../common/json-body-parser';
 import { PageLimit } from '../../common/page-limit';
 import { DOCUMENT_TYPES } from '../document.entity';
 import type { DocumentType } from '../document.entity';
@@ -7,17 +8,17 @@ import { DOCUMENT_STATUSES } from '../lifecycle';
 import type { DocumentStatus } from '../lifecycle';
 
 export class ListDocumentsQueryDto {
-  @ApiPropertyOptional({ enum: DOCUMENT_STATUSES })
+  @ApiPropertyOptional({ enum: DOCUMENT_STATUSES, description: 'Only documents in this status' })
   @IsOptional()
   @IsIn(DOCUMENT_STATUSES, { message: `must be one of ${DOCUMENT_STATUSES.join(', ')}` })
   status?: DocumentStatus;
 
-  @ApiPropertyOptional({ enum: DOCUMENT_TYPES })
+  @ApiPropertyOptional({ enum: DOCUMENT_TYPES, description: 'Only documents of this type' })
   @IsOptional()
   @IsIn(DOCUMENT_TYPES, { message: `must be one of ${DOCUMENT_TYPES.join(', ')}` })
   type?: DocumentType;
 
-  @ApiPropertyOptional({ example: 'INV-2026-0001' })
+  @ApiPropertyOptional({ example: 'INV-2026-0001', minLength: 1, maxLength: 128, pattern: TEXT_PATTERN, description: 'Only the document with this externalId' })
   @IsOptional()
   @IsString()
   @Length(1, 128)
@@ -26,7 +27,7 @@ export class ListDocumentsQueryDto {
   @PageLimit(100, 20)
   limit?: number;
 
-  @ApiPropertyOptional({ description: 'The nextCursor of the previous page' })
+  @ApiPropertyOptional({ pattern: TEXT_PATTERN, description: 'The nextCursor of the previous page; any other value is a 422' })
   @IsOptional()
   @IsString()
   cursor?: string;

@@ -1,0 +1,34 @@
+import { IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service';
+
+export const API_KEY_SCHEME = 'apiKey';
+export const ADMIN_TOKEN_SCHEME = 'adminToken';
+
+/** Every tag an operation uses is declared here, with what it groups (the lint tests check both). */
+export const API_TAGS = [
+  { name: 'api keys', description: 'Check the API key a client application uses.' },
+  { name: 'documents', description: 'Tax documents due for payment: submit, read, list and cancel.' },
+  { name: 'events', description: "The feed of the source's document changes, oldest first." },
+  { name: 'webhooks', description: "The bank's signed payment status notifications." },
+  { name: 'admin', description: 'Key administration for operators, with the admin token.' },
+  { name: 'operations', description: 'Liveness and readiness probes.' },
+] as const;
+
+export const API_DESCRIPTION = `Submit tax documents due for payment, follow their payment status, and administer API keys.
+
+**Authentication.** Every \`/api/v1\` call carries \`X-API-Key: sk_tax_…\`, a key bound to one source; it sees only
+that source's data. \`/admin\` calls carry \`Authorization: Bearer <ADMIN_TOKEN>\`. The bank webhook is authenticated
+by its signature; the health probes are public.
+
+**Retrying safely.** Every POST under \`/api/v1\` needs an \`X-Idempotency-Key\` (\`${IDEMPOTENCY_KEY_PATTERN.source}\`). The
+same key and body again returns the stored answer with \`Idempotent-Replayed: true\` and performs nothing;
+the same key with another body is a 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, a 409
+\`IDEMPOTENCY_KEY_IN_USE\` with \`Retry-After\`. Successes and business refusals (404, 409 \`DUPLICATE_DOCUMENT\`,
+409 \`INVALID_STATE_TRANSITION\`) are stored; 401, 422 validation failures, 429 and 5xx are not.
+
+**Errors** are \`application/problem+json\` (RFC 9457) with a machine-readable \`code\`; validation failures name
+every bad field in \`errors\`. Checks on a POST run in this order: API key (401), rate limit (429), idempotency
+key (422), replay or conflict, body (422), the operation. Every response carries \`X-Request-Id\`.
+
+**Bodies** are JSON; unknown fields are refused (422). Strings must not contain NUL characters, and object keys
+must not be \`constructor\`, \`__proto__\` or \`prototype\`. Timestamps are ISO 8601 UTC with milliseconds; money is a
+decimal string.`;
