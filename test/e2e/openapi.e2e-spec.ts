@@ -4,6 +4,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { SOURCE_PATTERN } from '../../src/admin/dto/api-key.dto';
+import { ISO_COUNTRIES, ISO_CURRENCIES } from '../../src/documents/reference-data';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../src/idempotency/idempotency.service';
 import { adminHeaders, uniqueSource } from '../support/factories';
 import { ROOT } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
@@ -55,6 +58,43 @@ describe('the OpenAPI document the gateway serves', () => {
     const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
     expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  });
+
+  it('states the rules the server enforces, from the constants its validators use', () => {
+    const schemas = document.components.schemas;
+    const create = document.paths['/api/v1/documents'].post;
+    expect(create.parameters!.find((p) => p.name === 'X-Idempotency-Key')).toMatchObject({
+      in: 'header',
+      required: true,
+      schema: { pattern: IDEMPOTENCY_KEY_PATTERN.source, minLength: 8, maxLength: 128 },
+    });
+    expect(create.responses['201']).toMatchObject({ headers: { Location: expect.anything(), 'Idempotent-Replayed': expect.anything(), 'X-Request-Id': expect.anything() } });
+    expect(schemas.CreateDocumentDto).toMatchObject({
+      additionalProperties: false,
+      properties: { source: { pattern: SOURCE_PATTERN.source }, providerReference: { minLength: 1, maxLength: 128 }, metadata: { maxProperties: 20 } },
+    });
+    expect(schemas.TaxpayerDto.additionalProperties).toBe(false);
+    expect(new Set(schemas.TaxpayerDto.properties!.country.enum)).toEqual(ISO_COUNTRIES);
+    expect(new Set(schemas.CreateDocumentDto.properties!.currency.enum)).toEqual(ISO_CURRENCIES);
+    expect(schemas.RotateApiKeyDto).toMatchObject({ additionalProperties: false, properties: { gracePeriodSeconds: { type: 'integer', minimum: 0, maximum: 86400 } } });
+    for (const [path, limit] of [['/api/v1/documents', 100], ['/api/v1/events', 100], ['/admin/audit-log', 200], ['/admin/webhook-events', 200]] as const) {
+      expect(document.paths[path].get.parameters!.find((p) => p.name === 'limit')!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: limit });
+    }
+    const webhook = document.paths['/api/webhooks/payments/bank'].post;
+    expect(webhook.requestBody!.content['application/json'].schema).toMatchObject({
+      additionalProperties: true,
+      properties: { eventId: { minLength: 1, maxLength: 255 }, status: { minLength: 1, description: expect.stringContaining('`REFUNDED`') } },
+    });
+    expect(Object.keys(webhook.responses)).not.toContain('415');
+    expect(document.paths['/health/ready'].get.responses['503']).toMatchObject({
+      headers: { 'Retry-After': expect.anything() },
+      content: { 'application/problem+json': { examples: { SERVICE_UNAVAILABLE: expect.anything() } } },
+    });
+    expect((document as unknown as { components: { securitySchemes: object } }).components.securitySchemes).toEqual({
+      apiKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }),
+      adminToken: { type: 'http', scheme: 'bearer', description: expect.any(String) },
+    });
+    for (const item of Object.values(document.paths)) for (const operation of Object.values(item)) expect(Object.keys(operation.responses)).toContain('500');
   });
 
   it('documents the problem titles the server sends, and no example names a path other than its own', async () => {

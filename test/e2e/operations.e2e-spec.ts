@@ -64,7 +64,7 @@ describe('operations endpoints', () => {
     const spec = (await t.app.inject({ method: 'GET', url: '/docs/openapi.json' })).json();
     const create = spec.paths['/api/v1/documents'].post;
     expect(create.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'X-Idempotency-Key', in: 'header', required: true })]));
-    expect(Object.keys(create.responses).sort()).toEqual(['201', '401', '409', '413', '415', '422', '429', '500', '503']);
+    expect(Object.keys(create.responses).sort()).toEqual(['201', '401', '409', '413', '415', '422', '429', '431', '500', '503']);
     expect(create.responses['409'].content['application/problem+json'].schema.$ref).toBe('#/components/schemas/ProblemDto');
     const body = spec.components.schemas.CreateDocumentDto;
     expect(body.required).toEqual(expect.arrayContaining(['source', 'externalId', 'type', 'taxpayer', 'issueDate', 'currency', 'totalAmount', 'taxAmount']));

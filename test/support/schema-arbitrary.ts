@@ -15,6 +15,7 @@ export interface SchemaNode {
   required?: string[];
   additionalProperties?: boolean | SchemaNode;
   maxProperties?: number;
+  description?: string;
   items?: SchemaNode;
   allOf?: SchemaNode[];
 }
