@@ -2,7 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import type { ExampleObject, HeaderObject, ResponseObject } from '@nestjs/swagger';
 import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
-import { PROBLEM_CONTENT_TYPE, problemTitle } from './problem';
+import { PROBLEM_CONTENT_TYPE, problemTitle, RETRY_AFTER_DATABASE_SECONDS } from './problem';
 
 export class FieldErrorDto {
   @ApiProperty({ example: 'taxpayer.country', description: 'A body field by its JSON path, a header, or a query or path parameter' })
@@ -81,9 +81,9 @@ function exampleOf(code: ErrorCode, context: ProblemContext): { detail: string; 
 
 /** Codes whose answer tells the client when to try again. */
 const RETRY_AFTER: Partial<Record<ErrorCode, string>> = {
-  IDEMPOTENCY_KEY_IN_USE: 'Seconds to wait: 1',
-  RATE_LIMITED: 'Seconds until the limit resets',
-  SERVICE_UNAVAILABLE: 'Seconds to wait: 5',
+  IDEMPOTENCY_KEY_IN_USE: 'retry after 1 second',
+  RATE_LIMITED: 'seconds until the limit resets',
+  SERVICE_UNAVAILABLE: `retry after ${RETRY_AFTER_DATABASE_SECONDS} seconds`,
 };
 
 export function byStatus(codes: Iterable<ErrorCode>): Map<number, ErrorCode[]> {

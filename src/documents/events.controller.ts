@@ -12,7 +12,8 @@ class DocumentEventDto {
   @ApiProperty({ enum: ['document.created', 'document.status_changed'] }) type: string;
   @ApiProperty({ format: 'uuid' }) documentId: string;
   @ApiProperty({ enum: DOCUMENT_STATUSES }) status: string;
-  @ApiProperty({ enum: DOCUMENT_STATUSES, nullable: true }) previousStatus: string | null;
+  // A nullable enum lists null too (OpenAPI 3.0.3), or validators refuse the null of a creation event.
+  @ApiProperty({ enum: [...DOCUMENT_STATUSES, null], nullable: true, description: 'null for document.created' }) previousStatus: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 

@@ -10,7 +10,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../../src/idempotency/idempotency.servi
 import { adminHeaders, uniqueSource } from '../support/factories';
 import { ROOT } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
-import { schemaArbitrary, OpenApiDocument } from '../support/schema-arbitrary';
+import { Exchange, mismatch, OpenApiDocument, recordingFetch, schemaArbitrary } from '../support/openapi-document';
 
 const run = promisify(execFile);
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -25,7 +25,8 @@ describe('the OpenAPI document the gateway serves', () => {
   let documentFile: string;
 
   beforeAll(async () => {
-    t = await startTestApp();
+    // The generator sends a few hundred requests with one key, shrinking included.
+    t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '1000000' } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = await t.app.getUrl();
     const served = await fetch(`${baseUrl}/docs/openapi.json`);
@@ -128,7 +129,11 @@ describe('the OpenAPI document the gateway serves', () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { runJourney } = require('../openapi-client/journey') as typeof import('../openapi-client/journey');
     const source = uniqueSource('gen');
-    const result = await runJourney(baseUrl, TEST_ADMIN_TOKEN, source);
+    const exchanges: Exchange[] = [];
+    const result = await runJourney(baseUrl, TEST_ADMIN_TOKEN, source, recordingFetch(exchanges));
+    // And at run time, every answer fits the document: its status, media type and body schema.
+    expect(exchanges.map((exchange) => `${exchange.method} ${exchange.path} ${exchange.status}`)).toHaveLength(7);
+    expect(exchanges.map((exchange) => mismatch(document, exchange)).filter(Boolean)).toEqual([]);
     expect(result.source).toBe(source);
     expect(result.created).toMatchObject({ status: 201, location: `/api/v1/documents/${result.created.id}`, replayed: null });
     expect(result.replay).toEqual({ ...result.created, replayed: 'true' });
@@ -147,12 +152,25 @@ describe('the OpenAPI document the gateway serves', () => {
     // The one value the schema cannot carry: `source` must be the key's own, which GET /api/v1/me tells.
     const me = (await (await fetch(`${baseUrl}/api/v1/me`, { headers: { 'X-API-Key': key } })).json()) as { source: string };
 
-    const tally = { created: 0, replayed: 0, refusedFor: new Set<string>() };
+    const tally = { created: 0, replayed: 0, duplicates: 0, refusedFor: new Set<string>() };
+    const usedKeys = new Set<unknown>();
     await fc.assert(
       fc.asyncProperty(schemaArbitrary(document, idempotencyKey.schema), schemaArbitrary(document, bodySchema), async (idempotency, generated) => {
+        // The help the generator gets: a fresh idempotency key per request (generated from its pattern).
+        fc.pre(!usedKeys.has(idempotency));
+        usedKeys.add(idempotency);
         const body = JSON.stringify({ ...(generated as object), source: me.source });
-        const send = () =>
-          fetch(`${baseUrl}/api/v1/documents`, { method: 'POST', headers: { 'X-API-Key': key, 'X-Idempotency-Key': idempotency as string, 'Content-Type': 'application/json' }, body });
+        const send = async () => {
+          const exchanges: Exchange[] = [];
+          const request = new Request(`${baseUrl}/api/v1/documents`, {
+            method: 'POST',
+            headers: { 'X-API-Key': key, 'X-Idempotency-Key': idempotency as string, 'Content-Type': 'application/json' },
+            body,
+          });
+          const response = await recordingFetch(exchanges)(request);
+          expect(mismatch(document, exchanges[0])).toBeNull();
+          return response;
+        };
         const first = await send();
         const answer = (await first.json()) as { id?: string; code?: string; errors?: { field: string }[] };
         if (first.status === 201) {
@@ -162,6 +180,12 @@ describe('the OpenAPI document the gateway serves', () => {
           expect(again.headers.get('idempotent-replayed')).toBe('true');
           expect(((await again.json()) as { id: string }).id).toBe(answer.id);
           tally.replayed += 1;
+          return;
+        }
+        // Generated values repeat (short strings): externalId and providerReference are unique, as documented.
+        if (first.status === 409) {
+          expect(answer.code).toBe('DUPLICATE_DOCUMENT');
+          tally.duplicates += 1;
           return;
         }
         // Only the rules JSON Schema cannot state (they are in the descriptions) may refuse a schema-valid body.
@@ -175,6 +199,8 @@ describe('the OpenAPI document the gateway serves', () => {
     );
     expect(tally.created).toBeGreaterThan(10);
     expect(tally.replayed).toBe(tally.created);
-    process.stdout.write(`schema-driven generator: ${tally.created} of 60 created and replayed; refusals only for ${[...tally.refusedFor].join(', ') || 'nothing'}\n`);
+    process.stdout.write(
+      `schema-driven generator: ${tally.created} of 60 created and replayed, ${tally.duplicates} duplicates; 422 only for ${[...tally.refusedFor].join(', ') || 'nothing'}\n`,
+    );
   });
 });

@@ -15,12 +15,12 @@ export interface JourneyResult {
   missing: { status: number; code: string };
 }
 
-export async function runJourney(baseUrl: string, adminToken: string, source: string): Promise<JourneyResult> {
-  const admin = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${adminToken}` } });
+export async function runJourney(baseUrl: string, adminToken: string, source: string, fetch?: (request: Request) => Promise<Response>): Promise<JourneyResult> {
+  const admin = createClient<paths>({ baseUrl, fetch, headers: { Authorization: `Bearer ${adminToken}` } });
   const issued = await admin.POST('/admin/api-keys', { body: { source, name: 'generated client' } });
   if (!issued.data) throw new Error(`issuing a key failed: ${issued.response.status}`);
 
-  const client = createClient<paths>({ baseUrl, headers: { 'X-API-Key': issued.data.key } });
+  const client = createClient<paths>({ baseUrl, fetch, headers: { 'X-API-Key': issued.data.key } });
   const me = await client.GET('/api/v1/me');
   if (!me.data) throw new Error(`GET /api/v1/me failed: ${me.response.status}`);
 

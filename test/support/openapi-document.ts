@@ -1,3 +1,4 @@
+import Ajv from 'ajv';
 import fc from 'fast-check';
 
 /** The parts of an OpenAPI 3.0 schema object a request generator reads. */
@@ -32,7 +33,7 @@ export interface OpenApiDocument {
       {
         parameters?: { name: string; in: string; schema: SchemaNode }[];
         requestBody?: { content: Record<string, { schema: SchemaNode }> };
-        responses: Record<string, { content?: Record<string, { examples?: Record<string, ProblemExample> }> }>;
+        responses: Record<string, { content?: Record<string, { schema?: SchemaNode; examples?: Record<string, ProblemExample> }> }>;
       }
     >
   >;
@@ -80,4 +81,47 @@ function stringArbitrary(schema: SchemaNode): fc.Arbitrary<string> {
   }
   const base = schema.pattern ? fc.stringMatching(new RegExp(schema.pattern)) : fc.string({ minLength: min, maxLength: max });
   return base.filter((value) => value.length >= min && value.length <= max);
+}
+
+export interface Exchange {
+  method: string;
+  path: string;
+  status: number;
+  contentType: string;
+  body: unknown;
+}
+
+/**
+ * A fetch that records what it got, for checking every answer against the document afterwards.
+ * Bodies are read from a clone, so the caller still reads its own.
+ */
+export function recordingFetch(exchanges: Exchange[]): (input: Request) => Promise<Response> {
+  return async (request) => {
+    const response = await fetch(request);
+    const text = await response.clone().text();
+    exchanges.push({
+      method: request.method.toLowerCase(),
+      path: new URL(request.url).pathname,
+      status: response.status,
+      contentType: (response.headers.get('content-type') ?? '').split(';')[0],
+      body: text ? JSON.parse(text) : undefined,
+    });
+    return response;
+  };
+}
+
+/**
+ * Why `exchange` does not fit the document: an undocumented status or media type, or a body its
+ * schema refuses. Null when it fits.
+ */
+export function mismatch(document: OpenApiDocument, exchange: Exchange): string | null {
+  const template = Object.keys(document.paths).find((path) => new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(exchange.path));
+  const operation = template ? document.paths[template][exchange.method] : undefined;
+  if (!operation) return `${exchange.method} ${exchange.path} is not documented`;
+  const response = operation.responses[String(exchange.status)];
+  const schema = response?.content?.[exchange.contentType]?.schema;
+  if (!schema) return `${exchange.method} ${template} answered ${exchange.status} ${exchange.contentType}, which is not documented`;
+  // OpenAPI 3.0 schemas: `nullable` is understood, `example` ignored; refs point into the document's components.
+  const validate = new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile({ ...schema, components: document.components });
+  return validate(exchange.body) ? null : `${exchange.method} ${template} ${exchange.status}: ${JSON.stringify(validate.errors)}`;
 }
