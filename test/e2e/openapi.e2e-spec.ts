@@ -152,6 +152,7 @@ describe('the OpenAPI document the gateway serves', () => {
     // The one value the schema cannot carry: `source` must be the key's own, which GET /api/v1/me tells.
     const me = (await (await fetch(`${baseUrl}/api/v1/me`, { headers: { 'X-API-Key': key } })).json()) as { source: string };
 
+    const RUNS = 60;
     const tally = { created: 0, replayed: 0, duplicates: 0, refusedFor: new Set<string>() };
     const usedKeys = new Set<unknown>();
     await fc.assert(
@@ -190,17 +191,20 @@ describe('the OpenAPI document the gateway serves', () => {
         }
         // Only the rules JSON Schema cannot state (they are in the descriptions) may refuse a schema-valid body.
         expect(first.status).toBe(422);
+        const metadataKeys = Object.keys((generated as { metadata?: object }).metadata ?? {});
         for (const error of answer.errors ?? []) {
-          expect(error.field).toMatch(/^(taxAmount|metadata(\..*)?)$/);
-          tally.refusedFor.add(error.field.split('.')[0]);
+          // A `__proto__` key is refused by the JSON parser itself, so as the whole body.
+          const field = error.field === 'body' && metadataKeys.includes('__proto__') ? 'metadata' : error.field;
+          expect(field).toMatch(/^(taxAmount|metadata(\..*)?)$/);
+          tally.refusedFor.add(field.split('.')[0]);
         }
       }),
-      { numRuns: 60 },
+      { numRuns: RUNS },
     );
     expect(tally.created).toBeGreaterThan(10);
     expect(tally.replayed).toBe(tally.created);
     process.stdout.write(
-      `schema-driven generator: ${tally.created} of 60 created and replayed, ${tally.duplicates} duplicates; 422 only for ${[...tally.refusedFor].join(', ') || 'nothing'}\n`,
+      `schema-driven generator: ${tally.created} of ${RUNS} created and replayed, ${tally.duplicates} duplicates; 422 only for ${[...tally.refusedFor].join(', ') || 'nothing'}\n`,
     );
   });
 });
