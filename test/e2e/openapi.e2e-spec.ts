@@ -98,20 +98,33 @@ describe('the OpenAPI document the gateway serves', () => {
     for (const item of Object.values(document.paths)) for (const operation of Object.values(item)) expect(Object.keys(operation.responses)).toContain('500');
   });
 
-  it('documents the problem titles the server sends, and no example names a path other than its own', async () => {
-    const sent = await fetch(`${baseUrl}/api/v1/documents`, { method: 'POST', headers: { 'X-API-Key': 'sk_tax_nope', 'Content-Type': 'application/json' }, body: '{}' });
-    const unauthorized = (await sent.json()) as { title: string };
+  it('documents the problem titles and codes the server sends, and no example names a path other than its own', async () => {
+    const key = (await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: uniqueSource('titles') } })).json().key as string;
+    const asClient = { 'X-API-Key': key, 'Content-Type': 'application/json', 'X-Idempotency-Key': 'titles-0001' };
+    const sent = await Promise.all(
+      [
+        fetch(`${baseUrl}/api/v1/documents`, { method: 'POST', headers: { ...asClient, 'X-API-Key': 'sk_tax_nope' }, body: '{}' }),
+        fetch(`${baseUrl}/api/v1/documents/00000000-0000-4000-8000-000000000000`, { headers: asClient }),
+        fetch(`${baseUrl}/api/v1/documents`, { method: 'POST', headers: asClient, body: '{"source":' }),
+        fetch(`${baseUrl}/api/v1/documents`, { method: 'POST', headers: { ...asClient, 'Content-Type': 'text/plain' }, body: 'x' }),
+        fetch(`${baseUrl}/api/v1/documents`, { method: 'POST', headers: asClient, body: JSON.stringify({ padding: 'x'.repeat(1_100_000) }) }),
+      ].map(async (answer) => (await answer).json() as Promise<{ status: number; title: string; code: string }>),
+    );
+    expect(sent.map((problem) => problem.status)).toEqual([401, 404, 422, 415, 413]);
+    const titleSent = new Map(sent.map((problem) => [problem.status, problem.title]));
+    const codesDocumented = new Set<string>();
     for (const [path, item] of Object.entries(document.paths)) {
       for (const operation of Object.values(item)) {
         for (const [status, response] of Object.entries(operation.responses)) {
           for (const example of Object.values(response.content?.['application/problem+json']?.examples ?? {})) {
             expect(example.value).toMatchObject({ status: Number(status), instance: expect.stringMatching(new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`)) });
-            if (status === '401') expect(example.value.title).toBe(unauthorized.title);
-            if (status === '422') expect(example.value.title).toBe('Unprocessable Content');
+            if (titleSent.has(Number(status))) expect(example.value.title).toBe(titleSent.get(Number(status)));
+            codesDocumented.add(example.value.code);
           }
         }
       }
     }
+    for (const problem of sent) expect(codesDocumented).toContain(problem.code);
   });
 
   it('drives the whole journey through a client generated from it, with no hand-written types', async () => {
