@@ -41,7 +41,7 @@ const VALIDATION_EXAMPLES: Record<ProblemContext['validated'], { detail: string;
     errors: [{ field: 'providerReference', message: 'must be a non-empty string of at most 255 characters' }],
   },
   path: { detail: 'The request is not valid', errors: [{ field: 'id', message: 'must not contain NUL characters' }] },
-  query: { detail: 'The request is not valid', errors: [{ field: 'limit', message: 'must be an integer from 1 to 100' }] },
+  query: { detail: 'The request is not valid', errors: [{ field: 'sort', message: 'is not an allowed field' }] },
 };
 
 /** The detail (and field errors) the server sends for each code, as a reader of the document sees it. */

@@ -127,6 +127,21 @@ describe('the OpenAPI document the gateway serves', () => {
     for (const problem of sent) expect(codesDocumented).toContain(problem.code);
   });
 
+  it('shows, as its 422 examples, what the server answers', async () => {
+    const key = (await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: uniqueSource('examples') } })).json().key as string;
+    const cases = [
+      { path: '/api/v1/documents', method: 'post', init: { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: '{}' } },
+      { path: '/api/v1/documents', method: 'get', url: '/api/v1/documents?sort=newest', init: { headers: { 'X-API-Key': key } } },
+      { path: '/api/v1/documents/{id}', method: 'get', url: '/api/v1/documents/%00', init: { headers: { 'X-API-Key': key } } },
+      { path: '/admin/api-keys', method: 'post', init: { method: 'POST', headers: { ...adminHeaders, 'Content-Type': 'application/json' }, body: '{"source":' } },
+    ];
+    for (const { path, method, url, init } of cases) {
+      const answer = (await (await fetch(`${baseUrl}${url ?? path}`, init)).json()) as Record<string, unknown>;
+      const example = document.paths[path][method].responses['422'].content!['application/problem+json'].examples!.VALIDATION_ERROR.value;
+      expect({ path, detail: answer.detail, errors: answer.errors }).toEqual({ path, detail: example.detail, errors: example.errors });
+    }
+  });
+
   it('drives the whole journey through a client generated from it, with no hand-written types', async () => {
     const generated = join(ROOT, 'test', 'openapi-client', 'generated');
     await mkdir(generated, { recursive: true });
@@ -139,7 +154,6 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(typeCheck).toBe('');
 
     // Loaded only now: its types did not exist before this test generated them.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { runJourney } = require('../openapi-client/journey') as typeof import('../openapi-client/journey');
     const source = uniqueSource('gen');
     const exchanges: Exchange[] = [];

@@ -22,7 +22,7 @@ export interface SchemaNode {
 }
 
 interface ProblemExample {
-  value: { status: number; title: string; instance: string; code: string };
+  value: { status: number; title: string; instance: string; code: string; detail: string; errors?: { field: string; message: string }[] };
 }
 
 export interface OpenApiDocument {
