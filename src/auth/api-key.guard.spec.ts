@@ -57,7 +57,9 @@ describe('ApiKeyGuard', () => {
 
   it('lets the rate limiter refuse an authenticated key', async () => {
     authenticate.mockResolvedValue(KEY);
-    consume.mockRejectedValue(new AppError('RATE_LIMITED', 'slow down'));
+    consume.mockImplementation(() => {
+      throw new AppError('RATE_LIMITED', 'slow down');
+    });
     const error = await guard.canActivate(contextFor({ routeOptions: { url: '/api/v1/me' }, headers: { 'x-api-key': 'k' } })).catch((e: unknown) => e);
     expect((error as AppError).code).toBe('RATE_LIMITED');
   });

@@ -28,7 +28,7 @@ export class ApiKeyGuard implements CanActivate {
     request.apiKey = key;
     this.usage.record(key.keyId);
     // Rate limiting belongs right after authentication (CONTRACT §1 order: 401, then 429).
-    await this.rateLimiter.consume(key.keyId);
+    this.rateLimiter.consume(key.keyId);
     return true;
   }
 }

@@ -1,32 +1,34 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { ThrottlerStorageService } from '@nestjs/throttler';
 import { AppError } from '../common/app-error';
 import { AppConfig } from '../config/app-config';
+import { Gcra } from './gcra';
 
-const WINDOW_MS = 60_000;
+const SWEEP_INTERVAL_MS = 60_000;
 
 /**
- * RATE_LIMIT_PER_MINUTE per API key, counted by @nestjs/throttler's storage in this process: with
- * several instances behind a balancer each enforces the limit on its own share of the traffic.
+ * RATE_LIMIT_PER_MINUTE per API key, counted in this process (GCRA, constant work per request):
+ * with several instances behind a balancer each enforces the limit on its own share of the traffic.
  */
 @Injectable()
 export class KeyRateLimiter implements OnApplicationShutdown {
-  private readonly storage = new ThrottlerStorageService();
+  private readonly gcra: Gcra;
+  private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(private readonly config: AppConfig) {
+    this.gcra = new Gcra(config.RATE_LIMIT_PER_MINUTE);
+    this.sweeper = setInterval(() => this.gcra.sweep(), SWEEP_INTERVAL_MS).unref();
+  }
 
-  async consume(keyId: string): Promise<void> {
-    const limit = this.config.RATE_LIMIT_PER_MINUTE;
-    const record = await this.storage.increment(keyId, WINDOW_MS, limit, WINDOW_MS, 'api-key');
-    if (record.isBlocked) {
-      const retryAfter = Math.max(1, Math.ceil(record.timeToBlockExpire));
-      throw new AppError('RATE_LIMITED', `More than ${limit} requests per minute with this API key`, undefined, {
-        'Retry-After': String(retryAfter),
+  consume(keyId: string): void {
+    const decision = this.gcra.take(keyId);
+    if (!decision.allowed) {
+      throw new AppError('RATE_LIMITED', `More than ${this.config.RATE_LIMIT_PER_MINUTE} requests per minute with this API key`, undefined, {
+        'Retry-After': String(decision.retryAfterSeconds),
       });
     }
   }
 
   onApplicationShutdown(): void {
-    this.storage.onApplicationShutdown();
+    clearInterval(this.sweeper);
   }
 }
