@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { ApiKeysService, ApiKeyView } from '../auth/api-keys.service';
 import { AppError } from '../common/app-error';
+import { TransactionContext } from '../database/transaction-context';
 import { AuditLogService } from './audit-log.service';
 
 export type IssuedKeyView = ApiKeyView & { key: string };
@@ -11,7 +10,7 @@ export type IssuedKeyView = ApiKeyView & { key: string };
 @Injectable()
 export class AdminApiKeysService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly tx: TransactionContext,
     private readonly apiKeys: ApiKeysService,
     private readonly audit: AuditLogService,
   ) {}
@@ -21,9 +20,9 @@ export class AdminApiKeysService {
     if (expiresAt && expiresAt <= new Date()) {
       throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
     }
-    return this.dataSource.transaction(async (manager) => {
-      const { entity, key } = await this.apiKeys.issue(manager, { source: input.source, name: input.name, expiresAt });
-      await this.audit.record(manager, { action: 'api_key.created', keyId: entity.id, source: entity.source, remoteAddress });
+    return this.tx.run(async () => {
+      const { entity, key } = await this.apiKeys.issue({ source: input.source, name: input.name, expiresAt });
+      await this.audit.record({ action: 'api_key.created', keyId: entity.id, source: entity.source, remoteAddress });
       return { ...ApiKeysService.view(entity), key };
     });
   }
@@ -37,18 +36,18 @@ export class AdminApiKeysService {
   }
 
   revoke(id: string, remoteAddress: string): Promise<ApiKeyView> {
-    return this.dataSource.transaction(async (manager) => {
-      const key = await this.apiKeys.revoke(manager, id);
-      await this.audit.record(manager, { action: 'api_key.revoked', keyId: key.id, source: key.source, remoteAddress });
+    return this.tx.run(async () => {
+      const key = await this.apiKeys.revoke(id);
+      await this.audit.record({ action: 'api_key.revoked', keyId: key.id, source: key.source, remoteAddress });
       return ApiKeysService.view(key);
     });
   }
 
   rotate(id: string, graceSeconds: number, remoteAddress: string): Promise<IssuedKeyView> {
-    return this.dataSource.transaction(async (manager) => {
-      const { old, issued } = await this.apiKeys.rotate(manager, id, graceSeconds);
-      await this.audit.record(manager, { action: 'api_key.rotated', keyId: old.id, source: old.source, remoteAddress });
-      await this.audit.record(manager, { action: 'api_key.created', keyId: issued.entity.id, source: old.source, remoteAddress });
+    return this.tx.run(async () => {
+      const { old, issued } = await this.apiKeys.rotate(id, graceSeconds);
+      await this.audit.record({ action: 'api_key.rotated', keyId: old.id, source: old.source, remoteAddress });
+      await this.audit.record({ action: 'api_key.created', keyId: issued.entity.id, source: old.source, remoteAddress });
       return { ...ApiKeysService.view(issued.entity), key: issued.key };
     });
   }

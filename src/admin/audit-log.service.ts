@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
+import { TransactionContext } from '../database/transaction-context';
 import { AuditAction, AuditLogEntity } from './audit-log.entity';
 
 export interface AuditEntryView {
@@ -14,15 +13,15 @@ export interface AuditEntryView {
 
 @Injectable()
 export class AuditLogService {
-  constructor(@InjectRepository(AuditLogEntity) private readonly entries: Repository<AuditLogEntity>) {}
+  constructor(private readonly tx: TransactionContext) {}
 
-  /** Written through the caller's transaction, so an entry exists exactly when its change does. */
-  async record(manager: EntityManager, entry: { action: AuditAction; keyId: string; source: string; remoteAddress: string }): Promise<void> {
-    await manager.insert(AuditLogEntity, entry);
+  /** Written in the current transaction, so an entry exists exactly when its change does. */
+  async record(entry: { action: AuditAction; keyId: string; source: string; remoteAddress: string }): Promise<void> {
+    await this.tx.manager.insert(AuditLogEntity, entry);
   }
 
   async recent(limit: number): Promise<AuditEntryView[]> {
-    const rows = await this.entries.find({ order: { id: 'DESC' }, take: limit });
+    const rows = await this.tx.manager.find(AuditLogEntity, { order: { id: 'DESC' }, take: limit });
     return rows.map((row) => ({
       id: row.id,
       action: row.action,

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
 import { AppError } from '../common/app-error';
 import { isUuid } from '../common/validation';
+import { statement, TransactionContext } from '../database/transaction-context';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format';
 import { ApiKeyEntity } from './api-key.entity';
 import { AuthenticatedKey } from './authenticated-key';
@@ -30,27 +29,27 @@ export interface IssuedApiKey {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** Validity is decided by the database clock, so a revocation or expiry holds on the very next request on every instance. */
+const AUTHENTICATE = statement(
+  'api-key-authenticate',
+  `SELECT id AS "keyId", source, prefix, expires_at AS "expiresAt" FROM api_keys
+    WHERE key_hash = $1 AND (revoked_at IS NULL OR revoked_at > now()) AND (expires_at IS NULL OR expires_at > now())`,
+);
+
 @Injectable()
 export class ApiKeysService {
-  constructor(@InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>) {}
+  constructor(private readonly tx: TransactionContext) {}
 
-  /**
-   * One indexed lookup by hash, with validity decided by the database clock, so a revocation or
-   * expiry holds on the very next request on every instance.
-   */
+  /** One indexed look-up by hash, a named statement: the first step of every /api/v1 request. */
   async authenticate(presented: unknown): Promise<AuthenticatedKey | null> {
     if (!isWellFormedApiKey(presented)) return null;
-    const key = await this.keys
-      .createQueryBuilder('k')
-      .where('k.key_hash = :hash', { hash: hashApiKey(presented) })
-      .andWhere('(k.revoked_at IS NULL OR k.revoked_at > now())')
-      .andWhere('(k.expires_at IS NULL OR k.expires_at > now())')
-      .getOne();
-    return key ? { keyId: key.id, source: key.source, prefix: key.prefix, expiresAt: key.expiresAt } : null;
+    const [key] = await this.tx.query<AuthenticatedKey>(AUTHENTICATE, [hashApiKey(presented)]);
+    return key ?? null;
   }
 
-  async issue(manager: EntityManager, input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {
+  async issue(input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {
     const key = generateApiKey();
+    const manager = this.tx.manager;
     const entity = manager.create(ApiKeyEntity, {
       source: input.source,
       name: input.name ?? null,
@@ -62,41 +61,41 @@ export class ApiKeysService {
   }
 
   list(source?: string): Promise<ApiKeyEntity[]> {
-    return this.keys.find({ where: source ? { source } : {}, order: { createdAt: 'DESC', id: 'DESC' } });
+    return this.tx.manager.find(ApiKeyEntity, { where: source ? { source } : {}, order: { createdAt: 'DESC', id: 'DESC' } });
   }
 
-  async get(id: string, manager: EntityManager = this.keys.manager, lock = false): Promise<ApiKeyEntity> {
+  async get(id: string, lock = false): Promise<ApiKeyEntity> {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'No such API key');
-    const query = manager.createQueryBuilder(ApiKeyEntity, 'k').where('k.id = :id', { id });
+    const query = this.tx.manager.createQueryBuilder(ApiKeyEntity, 'k').where('k.id = :id', { id });
     const key = await (lock ? query.setLock('pessimistic_write') : query).getOne();
     if (!key) throw new AppError('NOT_FOUND', 'No such API key');
     return key;
   }
 
   /** Revokes now; a key already revoked keeps its original time (revoking twice is harmless). */
-  async revoke(manager: EntityManager, id: string): Promise<ApiKeyEntity> {
-    const key = await this.get(id, manager, true);
+  async revoke(id: string): Promise<ApiKeyEntity> {
+    const key = await this.get(id, true);
     const now = new Date();
     if (!key.revokedAt || key.revokedAt > now) {
       key.revokedAt = now;
-      await manager.save(key);
+      await this.tx.manager.save(key);
     }
     return key;
   }
 
   /** Issues a successor with the same source, name and expiry; the old key stops after `graceSeconds`. */
-  async rotate(manager: EntityManager, id: string, graceSeconds: number): Promise<{ old: ApiKeyEntity; issued: IssuedApiKey }> {
-    const old = await this.get(id, manager, true);
+  async rotate(id: string, graceSeconds: number): Promise<{ old: ApiKeyEntity; issued: IssuedApiKey }> {
+    const old = await this.get(id, true);
     if (ApiKeysService.statusOf(old) !== 'ACTIVE') {
       throw new AppError('INVALID_STATE_TRANSITION', `Only an active key can be rotated; this one is ${ApiKeysService.statusOf(old)}`);
     }
     // A second rotation would issue a second successor and could lengthen the old key's grace period.
     if (old.replacedById) throw new AppError('INVALID_STATE_TRANSITION', 'This key was already rotated; rotate its successor instead');
-    const issued = await this.issue(manager, { source: old.source, name: old.name, expiresAt: old.expiresAt });
+    const issued = await this.issue({ source: old.source, name: old.name, expiresAt: old.expiresAt });
     const end = new Date(Date.now() + graceSeconds * 1000);
     old.revokedAt = old.expiresAt && old.expiresAt < end ? old.expiresAt : end;
     old.replacedById = issued.entity.id;
-    await manager.save(old);
+    await this.tx.manager.save(old);
     return { old, issued };
   }
 

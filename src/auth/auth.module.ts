@@ -1,15 +1,12 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKeyGuard } from './api-key.guard';
-import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeysService } from './api-keys.service';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyUsageRecorder } from './key-usage.recorder';
 import { MeController } from './me.controller';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([ApiKeyEntity])],
   controllers: [MeController],
   providers: [ApiKeysService, KeyUsageRecorder, KeyRateLimiter, { provide: APP_GUARD, useClass: ApiKeyGuard }],
   exports: [ApiKeysService],

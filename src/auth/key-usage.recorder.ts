@@ -1,10 +1,16 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { statement, TransactionContext } from '../database/transaction-context';
 
 const FLUSH_INTERVAL_MS = 5000;
 export const KEY_USAGE_FLUSH_JOB = 'key-usage-flush';
+
+const RECORD_USAGE = statement(
+  'api-key-usage',
+  `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, u.used_at)
+     FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, used_at)
+    WHERE k.id = u.id`,
+);
 
 /**
  * Remembers when each key was last used and writes it in one statement every few seconds, so an
@@ -15,7 +21,7 @@ export class KeyUsageRecorder implements BeforeApplicationShutdown {
   private readonly logger = new Logger(KeyUsageRecorder.name);
   private pending = new Map<string, Date>();
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly tx: TransactionContext) {}
 
   record(keyId: string): void {
     this.pending.set(keyId, new Date());
@@ -27,12 +33,7 @@ export class KeyUsageRecorder implements BeforeApplicationShutdown {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      await this.dataSource.query(
-        `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, u.used_at)
-           FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, used_at)
-          WHERE k.id = u.id`,
-        [[...batch.keys()], [...batch.values()].map((d) => d.toISOString())],
-      );
+      await this.tx.query(RECORD_USAGE, [[...batch.keys()], [...batch.values()].map((d) => d.toISOString())]);
     } catch (error) {
       // Keep what could not be written for the next round, unless a newer use replaced it.
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);

@@ -1,12 +1,11 @@
 import { DataSource } from 'typeorm';
 import { AdminApiKeysService } from '../admin/admin-api-keys.service';
-import { AuditLogEntity } from '../admin/audit-log.entity';
 import { AuditLogService } from '../admin/audit-log.service';
-import { ApiKeyEntity } from '../auth/api-key.entity';
 import { ApiKeysService } from '../auth/api-keys.service';
 import { AppConfig } from '../config/app-config';
 import { locateDatabase } from '../database/database-location';
 import { runMigrations } from '../database/migrations-runner';
+import { TransactionContext } from '../database/transaction-context';
 import { buildDataSourceOptions } from '../database/typeorm-options';
 
 export interface OperatorDatabase {
@@ -44,7 +43,6 @@ export async function openOperatorDatabase(config: AppConfig, notice: (line: str
     await close();
     throw error;
   }
-  const apiKeys = new ApiKeysService(dataSource.getRepository(ApiKeyEntity));
-  const audit = new AuditLogService(dataSource.getRepository(AuditLogEntity));
-  return { admin: new AdminApiKeysService(dataSource, apiKeys, audit), close };
+  const tx = new TransactionContext(dataSource);
+  return { admin: new AdminApiKeysService(tx, new ApiKeysService(tx), new AuditLogService(tx)), close };
 }

@@ -1,12 +1,15 @@
-import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
 import { DocumentEntity } from './document.entity';
 import type { DocumentStatus } from './lifecycle';
 
 export type DocumentEventType = 'document.created' | 'document.status_changed';
 
-/** The client event feed: one row per creation and status change, written with the change itself. */
+/**
+ * The client event feed: one row per creation and status change, written with the change itself.
+ * The table also has `xid` (xid8, default pg_current_xact_id()), the writing transaction, which only
+ * the feed query reads (TypeORM has no xid8 type); idx_document_events_source_xid_id covers it.
+ */
 @Entity('document_events')
-@Index('idx_document_events_source_id', ['source', 'id'])
 export class DocumentEventEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint' })
   id: string;

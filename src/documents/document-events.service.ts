@@ -1,12 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { EntityManager } from 'typeorm';
 import { decodeCursor, encodeCursor } from '../common/cursor';
-import { TransactionContext } from '../database/transaction-context';
-import { DocumentEventEntity, DocumentEventType } from './document-event.entity';
+import { statement, TransactionContext } from '../database/transaction-context';
+import { DocumentEventType } from './document-event.entity';
 import type { DocumentStatus } from './lifecycle';
-
-/** Namespace of the per-source feed lock (pg_advisory_xact_lock(namespace, hashtext(source))). */
-const FEED_LOCK_NAMESPACE = 7_340_215;
 
 export interface DocumentEventView {
   id: string;
@@ -23,32 +19,66 @@ export interface EventPage {
   hasMore: boolean;
 }
 
+export interface NewDocumentEvent {
+  source: string;
+  documentId: string;
+  type: DocumentEventType;
+  status: DocumentStatus;
+  previousStatus: DocumentStatus | null;
+}
+
+const APPEND = statement(
+  'document-event-append',
+  `INSERT INTO document_events (source, document_id, type, status, previous_status) VALUES ($1, $2, $3, $4, $5)`,
+);
+
+/**
+ * Event ids come from a sequence, handed out in insert order, not commit order: paging by id alone
+ * could skip an event whose transaction commits late. So each event carries its transaction id
+ * (column default pg_current_xact_id()), the feed is ordered by (xid, id), and only events of
+ * transactions older than every transaction still running are returned: nothing can appear later
+ * before the cursor. Legacy cursors (an event id alone) resume after that event's position.
+ */
+const PAGE = statement(
+  'document-event-page',
+  `SELECT id, type, document_id AS "documentId", status, previous_status AS "previousStatus", created_at AS "createdAt",
+          xid::text AS xid
+     FROM document_events
+    WHERE source = $1
+      AND xid < pg_snapshot_xmin(pg_current_snapshot())
+      AND (xid, id) > (COALESCE($2::xid8, (SELECT e.xid FROM document_events e WHERE e.id = $3::bigint), '0'::xid8), $3::bigint)
+    ORDER BY xid, id
+    LIMIT $4`,
+);
+
+interface EventRow extends Omit<DocumentEventView, 'createdAt'> {
+  createdAt: Date;
+  xid: string;
+}
+
+/** `x` (transaction id) and `e` (event id) cursors joined by a dot, which base64url never contains. */
+function feedCursor(row: EventRow): string {
+  return `${encodeCursor('x', row.xid)}.${encodeCursor('e', row.id)}`;
+}
+
+function decodeFeedCursor(after: string): { xid: string | null; id: string } {
+  const parts = after.split('.');
+  if (parts.length === 2) return { xid: decodeCursor('x', parts[0], 'after'), id: decodeCursor('e', parts[1], 'after') };
+  return { xid: null, id: decodeCursor('e', after, 'after') };
+}
+
 @Injectable()
 export class DocumentEventsService {
   constructor(private readonly tx: TransactionContext) {}
 
-  /**
-   * Appends an event inside the caller's transaction. Event ids come from a sequence, which hands
-   * them out in insert order, not commit order: a reader could see id 11 before id 10 commits and
-   * page past it for good. Taking the source's feed lock (held to commit) before the insert makes
-   * ids of one source commit in order, so a client paging by id sees every event exactly once.
-   */
-  async append(
-    manager: EntityManager,
-    event: { source: string; documentId: string; type: DocumentEventType; status: DocumentStatus; previousStatus: DocumentStatus | null },
-  ): Promise<void> {
-    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [FEED_LOCK_NAMESPACE, event.source]);
-    await manager.insert(DocumentEventEntity, event);
+  /** Appends an event inside the current transaction; no lock: the reader's rule above orders the feed. */
+  async append(event: NewDocumentEvent): Promise<void> {
+    await this.tx.query(APPEND, [event.source, event.documentId, event.type, event.status, event.previousStatus]);
   }
 
   async list(source: string, after: string | undefined, limit: number): Promise<EventPage> {
-    const afterId = after ? decodeCursor('e', after, 'after') : '0';
-    const rows = await this.tx.manager
-      .createQueryBuilder(DocumentEventEntity, 'e')
-      .where('e.source = :source AND e.id > :afterId', { source, afterId })
-      .orderBy('e.id', 'ASC')
-      .limit(limit + 1)
-      .getMany();
+    const position = after ? decodeFeedCursor(after) : { xid: '0', id: '0' };
+    const rows = await this.tx.query<EventRow>(PAGE, [source, position.xid, position.id, limit + 1]);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return {
@@ -60,7 +90,7 @@ export class DocumentEventsService {
         previousStatus: e.previousStatus,
         createdAt: e.createdAt.toISOString(),
       })),
-      nextCursor: last ? encodeCursor('e', last.id) : (after ?? null),
+      nextCursor: last ? feedCursor(last) : (after ?? null),
       hasMore: rows.length > limit,
     };
   }

@@ -1,10 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import { EntityManager } from 'typeorm';
-import { DocumentEventsService } from './document-events.service';
+import { statement, TransactionContext } from '../database/transaction-context';
+import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
 import { DocumentEntity } from './document.entity';
 import { LifecycleOutcome, transition } from './lifecycle';
 
 const PROVIDER_REFERENCE_LOCK_NAMESPACE = 7_340_217;
+
+const LOCK_PROVIDER_REFERENCE = statement('provider-reference-lock', `SELECT pg_advisory_xact_lock(${PROVIDER_REFERENCE_LOCK_NAMESPACE}, hashtext($1))`);
+
+const FIND_BY_PROVIDER_REFERENCE = statement(
+  'document-by-provider-reference',
+  `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE provider_reference = $1 FOR UPDATE`,
+);
 
 export interface ProviderStatusEvent {
   eventId: string;
@@ -14,22 +21,20 @@ export interface ProviderStatusEvent {
 /** Applies the bank's payment statuses to documents, through the one lifecycle function. */
 @Injectable()
 export class DocumentPaymentsService {
-  constructor(private readonly events: DocumentEventsService) {}
+  constructor(private readonly tx: TransactionContext) {}
 
   /**
    * Serialises everything that concerns one providerReference (a webhook event for it, a document
-   * created with it), so an event can never be stored as unmatched while its document is being created.
+   * created with it), so an event can never be stored as unmatched while its document is being
+   * created. Its own statement: what follows must be read with a snapshot taken after the lock.
    */
-  async lockProviderReference(manager: EntityManager, providerReference: string): Promise<void> {
-    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [PROVIDER_REFERENCE_LOCK_NAMESPACE, providerReference]);
+  async lockProviderReference(providerReference: string): Promise<void> {
+    await this.tx.query(LOCK_PROVIDER_REFERENCE, [providerReference]);
   }
 
-  findForUpdate(manager: EntityManager, providerReference: string): Promise<DocumentEntity | null> {
-    return manager
-      .createQueryBuilder(DocumentEntity, 'd')
-      .where('d.provider_reference = :providerReference', { providerReference })
-      .setLock('pessimistic_write')
-      .getOne();
+  async findForUpdate(providerReference: string): Promise<DocumentEntity | null> {
+    const [document] = await this.tx.query<DocumentEntity>(FIND_BY_PROVIDER_REFERENCE, [providerReference]);
+    return document ?? null;
   }
 
   /** What `event` would do to `document`; pure, so the caller can decide before writing anything. */
@@ -38,22 +43,10 @@ export class DocumentPaymentsService {
   }
 
   /** Applies an assessed event to a locked document: payment details, status and the feed event. */
-  async apply(manager: EntityManager, document: DocumentEntity, event: ProviderStatusEvent, outcome: LifecycleOutcome): Promise<void> {
-    if (outcome.result === 'refused') return;
-    const previous = document.status;
-    document.paymentStatus = event.status.toUpperCase();
-    document.paymentLastEventId = event.eventId;
-    document.paymentUpdatedAt = new Date();
-    if (outcome.result === 'changed') document.status = outcome.to;
-    await manager.save(document);
-    if (outcome.result === 'changed') {
-      await this.events.append(manager, {
-        source: document.source,
-        documentId: document.id,
-        type: 'document.status_changed',
-        status: outcome.to,
-        previousStatus: previous,
-      });
-    }
+  async apply(document: DocumentEntity, event: ProviderStatusEvent, outcome: LifecycleOutcome): Promise<DocumentEntity> {
+    if (outcome.result === 'refused') return document;
+    const status = outcome.result === 'changed' ? outcome.to : document.status;
+    const [changed] = await this.tx.query<DocumentEntity>(CHANGE_DOCUMENT, [document.id, status, event.status.toUpperCase(), event.eventId, document.status]);
+    return changed;
   }
 }

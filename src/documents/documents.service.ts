@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { EntityManager } from 'typeorm';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor } from '../common/cursor';
 import { isUuid } from '../common/validation';
-import { TransactionContext } from '../database/transaction-context';
-import { DocumentEventsService } from './document-events.service';
+import { statement, TransactionContext } from '../database/transaction-context';
 import { DocumentPaymentsService } from './document-payments.service';
+import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
 import { DocumentEntity } from './document.entity';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto';
@@ -15,8 +14,33 @@ import { transition } from './lifecycle';
 
 const DEFAULT_PAGE_SIZE = 20;
 
+/**
+ * The document and its `document.created` event in one statement. A duplicate (externalId per source,
+ * providerReference) inserts nothing and returns no row: a business answer, not an error that aborts
+ * the transaction. It also says whether bank events for its providerReference are waiting.
+ */
+const CREATE = statement(
+  'document-create',
+  `WITH doc AS (
+     INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date,
+                            currency, total_amount, tax_amount, provider_reference, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb)
+     ON CONFLICT DO NOTHING
+     RETURNING ${DOCUMENT_COLUMNS}),
+   event AS (
+     INSERT INTO document_events (source, document_id, type, status)
+     SELECT source, id, 'document.created', status FROM doc)
+   SELECT doc.*, EXISTS (
+       SELECT 1 FROM webhook_events w WHERE w.provider_reference = doc."providerReference" AND w.outcome = 'unmatched'
+     ) AS "paymentEventsWaiting"
+     FROM doc`,
+);
+
+const FIND = statement('document-find', `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = $1 AND source = $2`);
+const FIND_FOR_UPDATE = statement('document-find-for-update', `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = $1 AND source = $2 FOR UPDATE`);
+
 /** Work that belongs to a document's creation, run in its transaction (e.g. applying early payment events). */
-export type DocumentCreatedHook = (manager: EntityManager, document: DocumentEntity) => Promise<void>;
+export type DocumentCreatedHook = (document: DocumentEntity) => Promise<DocumentEntity>;
 
 @Injectable()
 export class DocumentsService {
@@ -24,11 +48,13 @@ export class DocumentsService {
 
   constructor(
     private readonly tx: TransactionContext,
-    private readonly events: DocumentEventsService,
     private readonly payments: DocumentPaymentsService,
   ) {}
 
-  /** Lets another module take part in creation without this module depending on it. */
+  /**
+   * Lets another module take part in creation without this module depending on it. Hooks run when
+   * bank events for the new document's providerReference are waiting.
+   */
   onCreated(hook: DocumentCreatedHook): void {
     this.createdHooks.push(hook);
   }
@@ -36,35 +62,24 @@ export class DocumentsService {
   /** Runs inside the idempotency transaction: the document, its event and the stored response commit together. */
   async create(key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
     if (dto.source !== key.source) throw new AppError('UNAUTHORIZED', 'This API key is not valid for the source named in the request');
-    const manager = this.tx.manager;
-    if (dto.providerReference) await this.payments.lockProviderReference(manager, dto.providerReference);
-    // ON CONFLICT DO NOTHING: a duplicate is a business answer, not an error that aborts the transaction.
-    const inserted = await manager
-      .createQueryBuilder()
-      .insert()
-      .into(DocumentEntity)
-      .values({
-        source: dto.source,
-        externalId: dto.externalId,
-        type: dto.type,
-        taxpayerTaxId: dto.taxpayer.taxId,
-        taxpayerName: dto.taxpayer.name,
-        taxpayerCountry: dto.taxpayer.country,
-        issueDate: dto.issueDate,
-        currency: dto.currency,
-        totalAmount: dto.totalAmount,
-        taxAmount: dto.taxAmount,
-        providerReference: dto.providerReference ?? null,
-        metadata: dto.metadata ?? {},
-      })
-      .orIgnore()
-      .returning(['id'])
-      .execute();
-    const id = (inserted.raw as Array<{ id: string }>)[0]?.id;
-    if (!id) throw await this.duplicateError(dto);
-    await this.events.append(manager, { source: dto.source, documentId: id, type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null });
-    const document = await manager.findOneByOrFail(DocumentEntity, { id });
-    for (const hook of this.createdHooks) await hook(manager, document);
+    if (dto.providerReference) await this.payments.lockProviderReference(dto.providerReference);
+    const [created] = await this.tx.query<DocumentEntity & { paymentEventsWaiting: boolean }>(CREATE, [
+      dto.source,
+      dto.externalId,
+      dto.type,
+      dto.taxpayer.taxId,
+      dto.taxpayer.name,
+      dto.taxpayer.country,
+      dto.issueDate,
+      dto.currency,
+      dto.totalAmount,
+      dto.taxAmount,
+      dto.providerReference ?? null,
+      JSON.stringify(dto.metadata ?? {}),
+    ]);
+    if (!created) throw await this.duplicateError(dto);
+    let document: DocumentEntity = created;
+    if (created.paymentEventsWaiting) for (const hook of this.createdHooks) document = await hook(document);
     return DocumentsService.view(document);
   }
 
@@ -98,23 +113,18 @@ export class DocumentsService {
   }
 
   async cancel(key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
-    const manager = this.tx.manager;
     const document = await this.find(key, id, true);
     const outcome = transition(document.status, { kind: 'cancel' });
     if (outcome.result !== 'changed') {
       throw new AppError('INVALID_STATE_TRANSITION', `A document in status ${document.status} cannot be cancelled`);
     }
-    const previous = document.status;
-    document.status = outcome.to;
-    await manager.save(document);
-    await this.events.append(manager, { source: document.source, documentId: document.id, type: 'document.status_changed', status: outcome.to, previousStatus: previous });
-    return DocumentsService.view(document);
+    const [cancelled] = await this.tx.query<DocumentEntity>(CHANGE_DOCUMENT, [document.id, outcome.to, null, null, document.status]);
+    return DocumentsService.view(cancelled);
   }
 
   /** Another source's document is, for this caller, no document at all. */
   private async find(key: AuthenticatedKey, id: string, forUpdate = false): Promise<DocumentEntity> {
-    const query = this.tx.manager.createQueryBuilder(DocumentEntity, 'd').where('d.id = :id AND d.source = :source', { id, source: key.source });
-    const document = isUuid(id) ? await (forUpdate ? query.setLock('pessimistic_write') : query).getOne() : null;
+    const [document] = isUuid(id) ? await this.tx.query<DocumentEntity>(forUpdate ? FIND_FOR_UPDATE : FIND, [id, key.source]) : [];
     if (!document) throw new AppError('NOT_FOUND', 'No such document');
     return document;
   }

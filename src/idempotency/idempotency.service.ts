@@ -1,13 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { EntityManager } from 'typeorm';
 import { Interval } from '@nestjs/schedule';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-codes';
 import { toProblem } from '../common/problem';
 import { AppConfig } from '../config/app-config';
-import { TransactionContext } from '../database/transaction-context';
-import { IdempotencyRecordEntity } from './idempotency-record.entity';
+import { statement, TransactionContext } from '../database/transaction-context';
 import { IdempotentReplay } from './idempotent-replay';
 
 export const IDEMPOTENCY_KEY_LENGTH = { min: 8, max: 128 } as const;
@@ -35,7 +33,56 @@ function claimLockKey(source: string, key: string): string {
   return createHash('sha256').update(`idempotency\n${source}\n${key}`).digest().readBigInt64BE(0).toString();
 }
 
-type Outcome = { kind: 'in_use' } | { kind: 'reused' } | { kind: 'replay'; record: IdempotencyRecordEntity } | { kind: 'done'; value: unknown } | { kind: 'refused'; error: AppError };
+interface StoredAnswer {
+  fingerprint: string;
+  status: number;
+  body: string;
+  location: string | null;
+}
+
+const RECORD_COLUMNS = `fingerprint, response_status AS status, response_body AS body, response_location AS location`;
+
+const FIND_RECORD = statement(
+  'idempotency-find',
+  `SELECT ${RECORD_COLUMNS} FROM idempotency_records WHERE source = $1 AND idempotency_key = $2 AND expires_at > now()`,
+);
+
+/**
+ * The claim, in one statement: the transaction-scoped advisory lock (so a duplicate in flight gets
+ * 409 at once instead of waiting) and, once it is held, a placeholder record. The placeholder's
+ * ON CONFLICT sees records committed after this statement's snapshot was taken, so a request that
+ * finished just before the lock was free can never run twice; an expired record is taken over.
+ */
+const CLAIM = statement(
+  'idempotency-claim',
+  `WITH claim AS (SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed),
+        placeholder AS (
+          INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at)
+          SELECT $2, $3, $4, 0, '', now() + make_interval(secs => $5) FROM claim WHERE claimed
+          ON CONFLICT (source, idempotency_key) DO UPDATE SET
+            fingerprint = EXCLUDED.fingerprint, response_status = 0, response_body = '', response_location = NULL,
+            created_at = now(), expires_at = EXCLUDED.expires_at
+          WHERE idempotency_records.expires_at <= now()
+          RETURNING 1)
+   SELECT claimed, EXISTS (SELECT 1 FROM placeholder) AS fresh FROM claim`,
+);
+
+const STORE_ANSWER = statement(
+  'idempotency-store',
+  `UPDATE idempotency_records SET response_status = $3, response_body = $4, response_location = $5
+    WHERE source = $1 AND idempotency_key = $2`,
+);
+
+const PURGE_EXPIRED = statement(
+  'idempotency-purge',
+  `WITH gone AS (
+     DELETE FROM idempotency_records WHERE ctid IN (
+       SELECT ctid FROM idempotency_records WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)
+     RETURNING 1)
+   SELECT count(*)::int AS deleted FROM gone`,
+);
+
+type Outcome = { kind: 'in_use' } | { kind: 'reused' } | { kind: 'replay'; answer: StoredAnswer } | { kind: 'done'; value: unknown } | { kind: 'refused'; error: AppError };
 
 @Injectable()
 export class IdempotencyService {
@@ -66,37 +113,8 @@ export class IdempotencyService {
    */
   async execute(call: IdempotentCall): Promise<unknown> {
     // A finished request needs no claim: concurrent retries of it all get the replay, never a 409.
-    const finished = await this.findRecord(this.tx.manager, call);
-    const outcome: Outcome = finished ?? (await this.tx.run<Outcome>(async (manager) => {
-      const [{ claimed }] = await manager.query('SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed', [claimLockKey(call.source, call.key)]);
-      if (!claimed) return { kind: 'in_use' };
-      // Looked up again under the claim: the first request may have committed since.
-      const existing = await this.findRecord(manager, call);
-      if (existing) return existing;
-
-      let outcome: Outcome;
-      let status: number;
-      let body: unknown;
-      try {
-        body = await call.operation();
-        status = call.successStatus;
-        outcome = { kind: 'done', value: body };
-      } catch (error) {
-        if (!(error instanceof AppError) || !STORED_REFUSALS.has(error.code)) throw error;
-        ({ body, status } = { body: toProblem(error, call.instance, call.requestId).body, status: error.status });
-        outcome = { kind: 'refused', error };
-      }
-      // An expired record of the same key is replaced: after its lifetime the key counts as new.
-      await manager.query(
-        `INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, response_location, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
-         ON CONFLICT (source, idempotency_key) DO UPDATE SET
-           fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status, response_body = EXCLUDED.response_body,
-           response_location = EXCLUDED.response_location, created_at = now(), expires_at = EXCLUDED.expires_at`,
-        [call.source, call.key, call.fingerprint, status, JSON.stringify(body), call.location(), this.config.IDEMPOTENCY_TTL_SECONDS],
-      );
-      return outcome;
-    }));
+    const finished = await this.findRecord(call);
+    const outcome: Outcome = finished ?? (await this.tx.run(() => this.claimAndRun(call)));
 
     switch (outcome.kind) {
       case 'in_use':
@@ -106,7 +124,7 @@ export class IdempotencyService {
       case 'reused':
         throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This idempotency key was already used for a different request');
       case 'replay':
-        throw new IdempotentReplay(outcome.record.responseStatus, outcome.record.responseBody, outcome.record.responseLocation);
+        throw new IdempotentReplay(outcome.answer.status, outcome.answer.body, outcome.answer.location);
       case 'refused':
         throw outcome.error;
       case 'done':
@@ -114,14 +132,39 @@ export class IdempotencyService {
     }
   }
 
+  private async claimAndRun(call: IdempotentCall): Promise<Outcome> {
+    const [{ claimed, fresh }] = await this.tx.query<{ claimed: boolean; fresh: boolean }>(CLAIM, [
+      claimLockKey(call.source, call.key),
+      call.source,
+      call.key,
+      call.fingerprint,
+      this.config.IDEMPOTENCY_TTL_SECONDS,
+    ]);
+    if (!claimed) return { kind: 'in_use' };
+    // Claimed, but a live record is there: the first request committed since the look-up.
+    if (!fresh) return (await this.findRecord(call)) ?? { kind: 'in_use' };
+
+    let outcome: Outcome;
+    let status: number;
+    let body: unknown;
+    try {
+      body = await call.operation();
+      status = call.successStatus;
+      outcome = { kind: 'done', value: body };
+    } catch (error) {
+      if (!(error instanceof AppError) || !STORED_REFUSALS.has(error.code)) throw error;
+      ({ body, status } = { body: toProblem(error, call.instance, call.requestId).body, status: error.status });
+      outcome = { kind: 'refused', error };
+    }
+    await this.tx.query(STORE_ANSWER, [call.source, call.key, status, JSON.stringify(body), call.location()]);
+    return outcome;
+  }
+
   /** The live record of this key as an outcome (replay or reused), or null when there is none. */
-  private async findRecord(manager: EntityManager, call: IdempotentCall): Promise<Outcome | null> {
-    const record = await manager
-      .createQueryBuilder(IdempotencyRecordEntity, 'r')
-      .where('r.source = :source AND r.idempotency_key = :key AND r.expires_at > now()', { source: call.source, key: call.key })
-      .getOne();
-    if (!record) return null;
-    return record.fingerprint === call.fingerprint ? { kind: 'replay', record } : { kind: 'reused' };
+  private async findRecord(call: IdempotentCall): Promise<Outcome | null> {
+    const [answer] = await this.tx.query<StoredAnswer>(FIND_RECORD, [call.source, call.key]);
+    if (!answer) return null;
+    return answer.fingerprint === call.fingerprint ? { kind: 'replay', answer } : { kind: 'reused' };
   }
 
   /** Expired records, in batches; SKIP LOCKED lets several instances purge side by side. */
@@ -129,12 +172,7 @@ export class IdempotencyService {
   async purgeExpired(batchSize = 5000): Promise<number> {
     let total = 0;
     for (;;) {
-      const result = await this.tx.manager.query(
-        `DELETE FROM idempotency_records WHERE ctid IN (
-           SELECT ctid FROM idempotency_records WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)`,
-        [batchSize],
-      );
-      const deleted = Number(result[1] ?? 0);
+      const [{ deleted }] = await this.tx.query<{ deleted: number }>(PURGE_EXPIRED, [batchSize]);
       total += deleted;
       if (deleted < batchSize) return total;
     }

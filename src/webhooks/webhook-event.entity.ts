@@ -4,12 +4,13 @@ export const WEBHOOK_OUTCOMES = ['applied', 'ignored', 'duplicate', 'unmatched']
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
 /**
- * Every accepted delivery, kept with its raw bytes. One row per eventId is the event itself; later
- * deliveries of the same eventId are kept as 'duplicate' rows (the partial unique index says so).
+ * Every accepted delivery. One row per eventId is the event itself, kept with its raw bytes; later
+ * deliveries of the same eventId are 'duplicate' rows (the partial unique index says so) that keep
+ * only the eventId, the SHA-256 of their body and their times (ck_webhook_events_duplicate_hash_only).
  */
 @Entity('webhook_events')
 @Index('uq_webhook_events_event_id', ['eventId'], { unique: true, where: `outcome <> 'duplicate'` })
-@Index('idx_webhook_events_provider_reference', ['providerReference'])
+@Index('idx_webhook_events_unmatched', ['providerReference', 'id'], { where: `outcome = 'unmatched'` })
 @Index('idx_webhook_events_outcome', ['outcome', 'id'])
 export class WebhookEventEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint' })
@@ -18,14 +19,14 @@ export class WebhookEventEntity {
   @Column({ name: 'event_id', type: 'varchar', length: 255 })
   eventId: string;
 
-  @Column({ name: 'event_type', type: 'varchar', length: 255 })
-  eventType: string;
+  @Column({ name: 'event_type', type: 'varchar', length: 255, nullable: true })
+  eventType: string | null;
 
-  @Column({ type: 'varchar', length: 255 })
-  status: string;
+  @Column({ type: 'varchar', length: 255, nullable: true })
+  status: string | null;
 
-  @Column({ name: 'provider_reference', type: 'varchar', length: 255 })
-  providerReference: string;
+  @Column({ name: 'provider_reference', type: 'varchar', length: 255, nullable: true })
+  providerReference: string | null;
 
   @Column({ type: 'varchar', length: 16 })
   outcome: WebhookOutcome;
@@ -33,9 +34,12 @@ export class WebhookEventEntity {
   @Column({ name: 'document_id', type: 'uuid', nullable: true })
   documentId: string | null;
 
-  /** The body exactly as signed and received. */
-  @Column({ name: 'raw_body', type: 'bytea' })
-  rawBody: Buffer;
+  /** The body exactly as signed and received; null for a duplicate. */
+  @Column({ name: 'raw_body', type: 'bytea', nullable: true })
+  rawBody: Buffer | null;
+
+  @Column({ name: 'body_sha256', type: 'bytea' })
+  bodySha256: Buffer;
 
   /** X-Provider-Timestamp of the delivery. */
   @Column({ name: 'signed_at', type: 'timestamptz' })

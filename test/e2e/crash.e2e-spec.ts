@@ -69,17 +69,19 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
     }
     expect(attempts.slice(0, 20).every((a) => a.status === 201)).toBe(true);
 
-    // The second half is held inside its transactions (the source's feed lock is taken), then the process dies.
-    await db.query('SELECT pg_advisory_lock(7340215, hashtext($1))', ['crash-test']);
+    // The second half is held inside its transactions (claims taken, the documents table locked against
+    // inserts), then the process dies.
+    await db.query('BEGIN');
+    await db.query('LOCK TABLE documents IN SHARE MODE');
     const inFlight = attempts.slice(20).map((attempt) => post(issued.key, attempt).then((r) => r.status, () => 'connection lost'));
     await waitFor(async () => {
-      const { rows } = await db.query(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+      const { rows } = await db.query(`SELECT count(*) FROM pg_locks WHERE relation = 'documents'::regclass AND NOT granted`);
       return Number(rows[0].count) === 20;
     }, 'requests blocked in flight', 10000);
     gateway!.child.kill('SIGKILL');
     expect(await gateway!.exited).toBe('SIGKILL');
     expect(new Set(await Promise.all(inFlight))).toEqual(new Set(['connection lost']));
-    await db.query('SELECT pg_advisory_unlock(7340215, hashtext($1))', ['crash-test']);
+    await db.query('ROLLBACK');
 
     await launch();
     const answers: Array<{ status: number; replayed: string | null; body: { id: string } }> = [];

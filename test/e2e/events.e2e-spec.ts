@@ -1,5 +1,7 @@
-import { DataSource } from 'typeorm';
-import { DocumentEventsService } from '../../src/documents/document-events.service';
+import { Client } from 'pg';
+import { TransactionContext } from '../../src/database/transaction-context';
+import { DocumentsService } from '../../src/documents/documents.service';
+import { CreateDocumentDto } from '../../src/documents/dto/create-document.dto';
 import { cancelDocument, documentBody, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
 import { startTestApp, TestApp } from '../support/test-app';
 
@@ -97,8 +99,7 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
     while (await poll());
 
     expect(seen).toHaveLength(40);
-    const ids = seen.map((e) => BigInt(e.id));
-    for (let i = 1; i < ids.length; i++) expect(ids[i]).toBeGreaterThan(ids[i - 1]);
+    expect(new Set(seen.map((e) => e.id)).size).toBe(40);
     const byDocument = new Map<string, string[]>();
     for (const e of seen) byDocument.set(e.documentId, [...(byDocument.get(e.documentId) ?? []), e.type]);
     expect(byDocument.size).toBe(30);
@@ -114,17 +115,20 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
     let appended!: () => void;
     const wasAppended = new Promise<void>((resolve) => (appended = resolve));
     // A slow writer: takes its event id, then keeps its transaction open.
-    const slow = t.app.get(DataSource).transaction(async (manager) => {
-      await t.app.get(DocumentEventsService).append(manager, {
-        source: source.source,
-        documentId: doc.id,
-        type: 'document.status_changed',
-        status: 'PAYMENT_FAILED',
-        previousStatus: 'PENDING_PAYMENT',
-      });
+    const slowClient = new Client({ connectionString: t.databaseUrl });
+    await slowClient.connect();
+    const slow = (async () => {
+      await slowClient.query('BEGIN');
+      await slowClient.query(
+        `INSERT INTO document_events (source, document_id, type, status, previous_status)
+         VALUES ($1, $2, 'document.status_changed', 'PAYMENT_FAILED', 'PENDING_PAYMENT')`,
+        [source.source, doc.id],
+      );
       appended();
       await gate;
-    });
+      await slowClient.query('COMMIT');
+      await slowClient.end();
+    })();
     await wasAppended;
     const fast = postDocument(t.app, source.key, documentBody(source.source));
     await new Promise((r) => setTimeout(r, 300));
@@ -135,5 +139,47 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
     const after = (await feed(source.key, `?after=${during.nextCursor}`)).json();
     const seen = [...during.data, ...after.data].map((e: FeedEvent) => e.status);
     expect(seen).toEqual(['PAYMENT_FAILED', 'PENDING_PAYMENT']);
+  });
+});
+
+describe('event feed with many writers of one source', () => {
+  let t: TestApp;
+  const feed = (key: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/events${query}`, headers: { 'x-api-key': key } });
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { DB_POOL_SIZE: '40' } });
+  });
+  afterAll(() => t.close());
+
+  it('does not serialise 30 concurrent writers of one source behind one open transaction, and hides them until it ends', async () => {
+    const source = await newSourceWithKey(t.app);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let created!: () => void;
+    const wasCreated = new Promise<void>((resolve) => (created = resolve));
+    // A writer of the same source that keeps its transaction open after writing its document and event.
+    const held = t.app.get(TransactionContext).run(async () => {
+      const document = await t.app.get(DocumentsService).create({ source: source.source, keyId: source.id, prefix: '', expiresAt: null }, documentBody(source.source) as unknown as CreateDocumentDto);
+      created();
+      await gate;
+      return document;
+    });
+    await wasCreated;
+
+    // With a per-source lock held to commit these would all wait for the open transaction (and this test would time out).
+    const responses = await Promise.all(Array.from({ length: 30 }, () => postDocument(t.app, source.key, documentBody(source.source))));
+    expect(responses.map((r) => r.statusCode)).toEqual(Array(30).fill(201));
+    // Committed, but behind a transaction still running: not shown yet, so a reader cannot page past the open one.
+    const during = (await feed(source.key, '?limit=100')).json();
+    expect(during.data).toEqual([]);
+
+    release();
+    const heldDocument = await held;
+    const after = (await feed(source.key, '?limit=100')).json();
+    const documentIds = after.data.map((e: FeedEvent) => e.documentId);
+    expect(documentIds).toHaveLength(31);
+    expect(new Set(documentIds)).toEqual(new Set([heldDocument.id, ...responses.map((r) => r.json().id)]));
+    // The open transaction started first, so its event comes first in the feed although it committed last.
+    expect(documentIds[0]).toBe(heldDocument.id);
   });
 });

@@ -223,18 +223,19 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
       const source = await newSourceWithKey(t.app);
       const holder = new Client({ connectionString: t.databaseUrl });
       await holder.connect();
-      // Hold the source's feed lock: the first request blocks inside its transaction, claim held.
-      await holder.query('SELECT pg_advisory_lock(7340215, hashtext($1))', [source.source]);
+      // Hold the providerReference's lock: the first request blocks inside its transaction, claim held.
+      const providerReference = `PAY-held-${newIdempotencyKey()}`;
+      await holder.query('SELECT pg_advisory_lock(7340217, hashtext($1))', [providerReference]);
       try {
         const key = newIdempotencyKey();
-        const body = documentBody(source.source);
+        const body = documentBody(source.source, { providerReference });
         const first = postDocument(t.app, source.key, body, key);
         await new Promise((r) => setTimeout(r, 300));
         const duplicate = await postDocument(t.app, source.key, body, key);
         expect(duplicate.statusCode).toBe(409);
         expect(duplicate.json().code).toBe('IDEMPOTENCY_KEY_IN_USE');
         expect(duplicate.headers['retry-after']).toBe('1');
-        await holder.query('SELECT pg_advisory_unlock(7340215, hashtext($1))', [source.source]);
+        await holder.query('SELECT pg_advisory_unlock(7340217, hashtext($1))', [providerReference]);
         expect((await first).statusCode).toBe(201);
         const after = await postDocument(t.app, source.key, body, key);
         expect([after.statusCode, after.headers['idempotent-replayed']]).toEqual([201, 'true']);

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { adminHeaders, documentBody, IssuedKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
@@ -189,6 +189,30 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
       expect([again.statusCode, again.body]).toEqual([200, '{"received":true}']);
       expect(await documentNow(doc.id)).toMatchObject({ status: 'REFUNDED', payment: { lastEventId: refund.eventId } });
       expect((await stored(paid.eventId)).map((r: { outcome: string }) => r.outcome)).toEqual(['applied', 'duplicate']);
+    });
+
+    it('keeps the first delivery\'s raw body; a replayed capture stores only its hash and times, and the console shows the event', async () => {
+      const doc = await newDocument();
+      const capture = signedWebhook(TEST_WEBHOOK_SECRET, paymentEvent(doc.providerReference, 'PAID'));
+      const eventId = JSON.parse(capture.raw).eventId as string;
+      for (let i = 0; i < 3; i++) expect((await sendWebhook(t.app, capture)).statusCode).toBe(200);
+      const rows = await stored(eventId);
+      expect(rows.map((r) => r.outcome)).toEqual(['applied', 'duplicate', 'duplicate']);
+      const digest = createHash('sha256').update(capture.raw).digest();
+      expect(rows[0].raw_body.toString('utf8')).toBe(capture.raw);
+      for (const row of rows) expect(row.body_sha256).toEqual(digest);
+      for (const duplicate of rows.slice(1)) {
+        expect(duplicate).toMatchObject({ raw_body: null, event_type: null, status: null, provider_reference: null });
+        expect(duplicate.signed_at).toEqual(rows[0].signed_at);
+        expect(duplicate.received_at).toBeInstanceOf(Date);
+      }
+      const listed = (await t.app.inject({ method: 'GET', url: '/admin/webhook-events?status=duplicate&limit=200', headers: adminHeaders })).json().data;
+      expect(listed.find((e: { eventId: string }) => e.eventId === eventId)).toMatchObject({
+        eventType: 'PAYMENT_STATUS',
+        status: 'PAID',
+        providerReference: doc.providerReference,
+        outcome: 'duplicate',
+      });
     });
 
     it('applies one of 20 concurrent deliveries of the same event, and records the rest as duplicates', async () => {
