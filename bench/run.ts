@@ -2,8 +2,9 @@
  * `npm run bench`: throughput and latency of the main paths, each as a ratio to GET /health/live
  * measured in the same run on the same machine (absolute numbers mean little across machines).
  * The built gateway (dist/main.js, so `npm run build` first) runs in its own process; the load comes
- * from this one, over loopback, for a fixed time per scenario. DATABASE_URL, or an embedded cluster
- * in a temporary directory.
+ * from this one, over loopback, for a fixed time per scenario (60 s by default: the whole run keeps one
+ * key busy for minutes, long enough for a cost that grows with the traffic of the last minute to
+ * show). DATABASE_URL, or an embedded cluster in a temporary directory.
  */
 import 'reflect-metadata';
 import autocannon from 'autocannon';
@@ -16,8 +17,8 @@ import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgr
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { documentBody } from '../test/support/factories';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 const SECRET = 'bench-webhook-secret-0123456789';
 
@@ -69,11 +70,14 @@ async function runScenarios(url: string): Promise<void> {
   const apiHeaders = { 'x-api-key': await issue(source), 'content-type': 'application/json' };
   const manySources = await Promise.all(Array.from({ length: CONNECTIONS }, async (_, i) => ({ source: `${source}-${i}`, key: await issue(`${source}-${i}`) })));
   const replayBody = documentJson(source);
-  await fetch(`${url}/api/v1/documents`, { method: 'POST', headers: { ...apiHeaders, 'x-idempotency-key': 'bench-replay-key' }, body: replayBody });
+  const created = (await (
+    await fetch(`${url}/api/v1/documents`, { method: 'POST', headers: { ...apiHeaders, 'x-idempotency-key': 'bench-replay-key' }, body: replayBody })
+  ).json()) as { id: string };
 
   const scenarios: Array<{ name: string; options: autocannon.Options }> = [
     { name: 'GET /health/live (reference)', options: { url: `${url}/health/live` } },
     { name: 'GET /api/v1/me (key lookup)', options: { url: `${url}/api/v1/me`, headers: apiHeaders } },
+    { name: 'GET /api/v1/documents/{id}', options: { url: `${url}/api/v1/documents/${created.id}`, headers: apiHeaders } },
     { name: 'GET /api/v1/documents?limit=20', options: { url: `${url}/api/v1/documents?limit=20`, headers: apiHeaders } },
     {
       name: 'POST /api/v1/documents (new)',

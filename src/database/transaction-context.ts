@@ -14,6 +14,20 @@ export interface Statement {
 
 const statements = new Map<string, string>();
 
+/** A transaction-scoped advisory lock: pg_advisory_xact_lock(namespace, hashtext(key)). */
+export interface AdvisoryLock {
+  namespace: number;
+  key: string;
+}
+
+interface Transaction {
+  manager: EntityManager;
+  /** Advisory locks this transaction holds, so taking one again costs no round trip. */
+  locks: Set<string>;
+}
+
+const lockId = (lock: AdvisoryLock) => `${lock.namespace}:${lock.key}`;
+
 export function statement(name: string, text: string): Statement {
   const known = statements.get(name);
   // node-postgres refuses a name reused with other text; find out at load, not under load.
@@ -21,6 +35,8 @@ export function statement(name: string, text: string): Statement {
   statements.set(name, text);
   return { name, text };
 }
+
+const ADVISORY_LOCK = statement('advisory-lock', 'SELECT pg_advisory_xact_lock($1::int, hashtext($2))');
 
 /**
  * The one way to reach the database. `run` opens a transaction held in AsyncLocalStorage; every
@@ -30,28 +46,41 @@ export function statement(name: string, text: string): Statement {
  */
 @Injectable()
 export class TransactionContext {
-  private readonly storage = new AsyncLocalStorage<EntityManager>();
+  private readonly storage = new AsyncLocalStorage<Transaction>();
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /** The current transaction's manager, or the plain one outside a transaction. */
   get manager(): EntityManager {
-    return this.storage.getStore() ?? this.dataSource.manager;
+    return this.storage.getStore()?.manager ?? this.dataSource.manager;
   }
 
   /** Runs `work` in a transaction that every `query` and `manager` call inside it joins; nested calls reuse it. */
   run<T>(work: () => Promise<T>): Promise<T> {
     if (this.storage.getStore()) return work();
-    return this.dataSource.transaction((manager) => this.storage.run(manager, work));
+    return this.dataSource.transaction((manager) => this.storage.run({ manager, locks: new Set() }, work));
   }
 
   /** Runs a named statement in the current transaction, or on any pooled connection outside one. */
   async query<R extends QueryResultRow>(sql: Statement, values: unknown[] = []): Promise<R[]> {
-    const manager = this.storage.getStore();
-    const client: Pool | PoolClient = manager
-      ? await (manager.queryRunner as PostgresQueryRunner).connect()
+    const transaction = this.storage.getStore();
+    const client: Pool | PoolClient = transaction
+      ? await (transaction.manager.queryRunner as PostgresQueryRunner).connect()
       : (this.dataSource.driver as PostgresDriver).master;
     const result = await client.query<R>({ name: sql.name, text: sql.text, values });
     return result.rows;
+  }
+
+  /** Takes `lock` until the current transaction ends, unless it already holds it. */
+  async advisoryLock(lock: AdvisoryLock): Promise<void> {
+    const held = this.storage.getStore()?.locks;
+    if (held?.has(lockId(lock))) return;
+    await this.query(ADVISORY_LOCK, [lock.namespace, lock.key]);
+    held?.add(lockId(lock));
+  }
+
+  /** Records a lock that a statement of the current transaction took by itself. */
+  holds(lock: AdvisoryLock): void {
+    this.storage.getStore()?.locks.add(lockId(lock));
   }
 }

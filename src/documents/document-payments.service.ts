@@ -1,12 +1,20 @@
 import { Injectable } from '@nestjs/common';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { AdvisoryLock, statement, TransactionContext } from '../database/transaction-context';
 import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
 import { DocumentEntity } from './document.entity';
 import { LifecycleOutcome, transition } from './lifecycle';
 
 const PROVIDER_REFERENCE_LOCK_NAMESPACE = 7_340_217;
 
-const LOCK_PROVIDER_REFERENCE = statement('provider-reference-lock', `SELECT pg_advisory_xact_lock(${PROVIDER_REFERENCE_LOCK_NAMESPACE}, hashtext($1))`);
+/**
+ * Serialises everything that concerns one providerReference (a webhook event for it, a document
+ * created with it), so an event can never be stored as unmatched while its document is being
+ * created. Taken in a statement of its own (or with the idempotency claim): what follows must be
+ * read with a snapshot taken after the lock was granted.
+ */
+export function providerReferenceLock(providerReference: string): AdvisoryLock {
+  return { namespace: PROVIDER_REFERENCE_LOCK_NAMESPACE, key: providerReference };
+}
 
 const FIND_BY_PROVIDER_REFERENCE = statement(
   'document-by-provider-reference',
@@ -23,13 +31,8 @@ export interface ProviderStatusEvent {
 export class DocumentPaymentsService {
   constructor(private readonly tx: TransactionContext) {}
 
-  /**
-   * Serialises everything that concerns one providerReference (a webhook event for it, a document
-   * created with it), so an event can never be stored as unmatched while its document is being
-   * created. Its own statement: what follows must be read with a snapshot taken after the lock.
-   */
-  async lockProviderReference(providerReference: string): Promise<void> {
-    await this.tx.query(LOCK_PROVIDER_REFERENCE, [providerReference]);
+  lockProviderReference(providerReference: string): Promise<void> {
+    return this.tx.advisoryLock(providerReferenceLock(providerReference));
   }
 
   async findForUpdate(providerReference: string): Promise<DocumentEntity | null> {

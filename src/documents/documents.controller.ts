@@ -4,6 +4,9 @@ import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
+import { AdvisoryLock } from '../database/transaction-context';
+import { ClaimAlso } from '../idempotency/idempotency.interceptor';
+import { providerReferenceLock } from './document-payments.service';
 import { DocumentsService } from './documents.service';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto';
@@ -15,12 +18,19 @@ const DOCUMENT_LINKS = {
   cancelDocument: { operationId: 'cancelDocument', parameters: { id: '$response.body#/id' }, description: 'Cancel it while it awaits payment' },
 };
 
+/** The lock DocumentsService.create takes first; taken with the idempotency claim instead. */
+function documentLock(body: unknown): AdvisoryLock | null {
+  const providerReference = (body as { providerReference?: unknown } | null)?.providerReference;
+  return typeof providerReference === 'string' ? providerReferenceLock(providerReference) : null;
+}
+
 @ApiTags('documents')
 @Controller('api/v1/documents')
 export class DocumentsController {
   constructor(private readonly documents: DocumentsService) {}
 
   @Post()
+  @ClaimAlso(documentLock)
   @ApiOperation({
     operationId: 'createDocument',
     summary: 'Submit a tax document',

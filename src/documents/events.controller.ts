@@ -8,7 +8,7 @@ import { ListEventsQueryDto } from './dto/list-events-query.dto';
 import { DOCUMENT_STATUSES } from './lifecycle';
 
 class DocumentEventDto {
-  @ApiProperty({ example: '42', description: 'Grows with every event' }) id: string;
+  @ApiProperty({ example: '42', description: 'Unique per event. The feed is in commit-safe order, which can differ from id order for events written at the same time' }) id: string;
   @ApiProperty({ enum: ['document.created', 'document.status_changed'] }) type: string;
   @ApiProperty({ format: 'uuid' }) documentId: string;
   @ApiProperty({ enum: DOCUMENT_STATUSES }) status: string;
@@ -34,7 +34,7 @@ export class EventsController {
     operationId: 'listEvents',
     summary: "Read the source's event feed",
     description:
-      'One event per document creation and status change, oldest first. Keep `nextCursor` and pass it as `after` to resume: paging this way sees every event exactly once, in order, even while events are being written.',
+      'One event per document creation and status change, oldest first. Keep `nextCursor` and pass it as `after` to resume: paging this way sees every event exactly once, even while events are being written: an event is shown only once every transaction older than its own has finished, so events written at the same time can come in another order than their ids.',
   })
   @ApiOkResponse({ type: EventPageDto })
   @ApiProblems('VALIDATION_ERROR')

@@ -1,10 +1,21 @@
-import { CallHandler, ExecutionContext, HttpStatus, Injectable, NestInterceptor } from '@nestjs/common';
+import { CallHandler, ExecutionContext, HttpStatus, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard';
+import { AdvisoryLock } from '../database/transaction-context';
 import { IdempotencyService } from './idempotency.service';
 import { requestFingerprint } from './fingerprint';
+
+const CLAIM_ALSO = 'idempotency:claim-also';
+
+type LockOf = (body: unknown) => AdvisoryLock | null;
+
+/**
+ * Names a lock the handler will take anyway (from the raw body, before validation), so the claim
+ * statement takes it too and the handler's own request for it costs nothing.
+ */
+export const ClaimAlso = (lockOf: LockOf) => SetMetadata(CLAIM_ALSO, lockOf);
 
 /** Every POST under /api/v1 happens at most once per (source, X-Idempotency-Key). */
 @Injectable()
@@ -25,6 +36,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         instance: path,
         requestId: String(request.id),
         successStatus: Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) ?? HttpStatus.CREATED,
+        alsoLock: (Reflect.getMetadata(CLAIM_ALSO, context.getHandler()) as LockOf | undefined)?.(request.body) ?? null,
         operation: () => lastValueFrom(next.handle(), { defaultValue: undefined }),
         location: () => (reply.getHeader('location') as string | undefined) ?? null,
       }),

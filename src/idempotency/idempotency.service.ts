@@ -5,7 +5,7 @@ import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-codes';
 import { toProblem } from '../common/problem';
 import { AppConfig } from '../config/app-config';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { AdvisoryLock, statement, TransactionContext } from '../database/transaction-context';
 import { IdempotentReplay } from './idempotent-replay';
 
 export const IDEMPOTENCY_KEY_LENGTH = { min: 8, max: 128 } as const;
@@ -22,6 +22,8 @@ export interface IdempotentCall {
   requestId: string;
   /** The status Nest will send for a successful return value. */
   successStatus: number;
+  /** A lock the operation will need, taken with the claim to save it a round trip (see ClaimAlso). */
+  alsoLock: AdvisoryLock | null;
   /** Runs the operation; the transaction is open and every repository joins it. */
   operation: () => Promise<unknown>;
   /** Read after the operation, so a Location it set is stored with the response. */
@@ -49,9 +51,10 @@ const FIND_RECORD = statement(
 
 /**
  * The claim, in one statement: the transaction-scoped advisory lock (so a duplicate in flight gets
- * 409 at once instead of waiting) and, once it is held, a placeholder record. The placeholder's
- * ON CONFLICT sees records committed after this statement's snapshot was taken, so a request that
- * finished just before the lock was free can never run twice; an expired record is taken over.
+ * 409 at once instead of waiting) and, once it is held, a placeholder record and the operation's
+ * own lock ($6, $7; waited for). The placeholder's ON CONFLICT sees records committed after this
+ * statement's snapshot was taken, so a request that finished just before the lock was free can
+ * never run twice; an expired record is taken over.
  */
 const CLAIM = statement(
   'idempotency-claim',
@@ -63,8 +66,9 @@ const CLAIM = statement(
             fingerprint = EXCLUDED.fingerprint, response_status = 0, response_body = '', response_location = NULL,
             created_at = now(), expires_at = EXCLUDED.expires_at
           WHERE idempotency_records.expires_at <= now()
-          RETURNING 1)
-   SELECT claimed, EXISTS (SELECT 1 FROM placeholder) AS fresh FROM claim`,
+          RETURNING 1),
+        also AS (SELECT pg_advisory_xact_lock($6::int, hashtext($7)) FROM claim WHERE claimed AND $7::text IS NOT NULL)
+   SELECT claimed, EXISTS (SELECT 1 FROM placeholder) AS fresh, (SELECT count(*) FROM also) AS also FROM claim`,
 );
 
 const STORE_ANSWER = statement(
@@ -139,8 +143,11 @@ export class IdempotencyService {
       call.key,
       call.fingerprint,
       this.config.IDEMPOTENCY_TTL_SECONDS,
+      call.alsoLock?.namespace ?? 0,
+      call.alsoLock?.key ?? null,
     ]);
     if (!claimed) return { kind: 'in_use' };
+    if (call.alsoLock) this.tx.holds(call.alsoLock);
     // Claimed, but a live record is there: the first request committed since the look-up.
     if (!fresh) return (await this.findRecord(call)) ?? { kind: 'in_use' };
 

@@ -27,7 +27,8 @@ function pinoHttpOptions(config: AppConfig): Options {
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    // A line per successful request would cost more than many requests do: those are debug only.
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'debug'),
   };
 }
 

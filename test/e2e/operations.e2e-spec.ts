@@ -79,3 +79,18 @@ describe('operations endpoints', () => {
     expect(spec.components.securitySchemes).toMatchObject({ apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } });
   });
 });
+
+describe('request logs at the default level', () => {
+  it('writes no line for a successful request, and a warn line for a refused one', async () => {
+    const t = await startTestApp({ env: { LOG_LEVEL: 'info' } });
+    try {
+      await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'quiet-1' } });
+      await t.app.inject({ method: 'GET', url: '/no-such-route', headers: { 'x-request-id': 'refused-1' } });
+      const entries = t.logs().trim().split('\n').map((line) => JSON.parse(line) as { level: number; req?: { id?: string } });
+      expect(entries.filter((e) => e.req?.id === 'quiet-1')).toEqual([]);
+      expect(entries.filter((e) => e.req?.id === 'refused-1').map((e) => e.level)).toEqual([40]);
+    } finally {
+      await t.close();
+    }
+  });
+});

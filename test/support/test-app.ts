@@ -39,7 +39,8 @@ export async function startTestApp({ env = {}, databaseUrl, extraModules }: Test
     },
   });
   const config = loadConfig({
-    LOG_LEVEL: 'info',
+    // The most a production process may write, so the log tests see every line.
+    LOG_LEVEL: 'debug',
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
     ...env,

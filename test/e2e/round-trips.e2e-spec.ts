@@ -1,0 +1,70 @@
+import { Client } from 'pg';
+import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+
+/** Background jobs that may run during a request; they are not the request's work. */
+const BACKGROUND = new Set(['api-key-usage', 'idempotency-purge', 'admin-auth-failures-purge']);
+
+/**
+ * Every statement the gateway sends to PostgreSQL goes through pg's Client#query; this records what
+ * one request sends (the app runs in this process; the test's own connection is not used meanwhile).
+ */
+async function statementsOf(work: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  const original = Client.prototype.query;
+  Client.prototype.query = function (this: Client, ...args: unknown[]) {
+    const config = args[0] as string | { name?: string; text: string };
+    const label = typeof config === 'string' ? config.trim().split(/\s+/)[0] : (config.name ?? config.text.trim().split(/\s+/)[0]);
+    if (!BACKGROUND.has(label)) sent.push(label);
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof Client.prototype.query;
+  try {
+    await work();
+  } finally {
+    Client.prototype.query = original;
+  }
+  return sent;
+}
+
+describe('round trips per request on the hot paths (documented in the README)', () => {
+  let t: TestApp;
+  let key: string;
+  let source: string;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    ({ key, source } = await newSourceWithKey(t.app));
+  });
+  afterAll(() => t.close());
+
+  it('creates a document in one transaction of four statements, after the key and replay look-ups', async () => {
+    const sent = await statementsOf(async () => expect((await postDocument(t.app, key, documentBody(source))).statusCode).toBe(201));
+    expect(sent).toEqual(['api-key-authenticate', 'idempotency-find', 'START', 'idempotency-claim', 'document-create', 'idempotency-store', 'COMMIT']);
+  });
+
+  it('takes the providerReference lock with the claim when the document has one', async () => {
+    const body = documentBody(source, { providerReference: `PAY-rt-${newIdempotencyKey()}` });
+    const sent = await statementsOf(async () => expect((await postDocument(t.app, key, body)).statusCode).toBe(201));
+    expect(sent).toEqual(['api-key-authenticate', 'idempotency-find', 'START', 'idempotency-claim', 'document-create', 'idempotency-store', 'COMMIT']);
+  });
+
+  it('replays with two statements and reads a document with two', async () => {
+    const idempotencyKey = newIdempotencyKey();
+    const body = documentBody(source);
+    const created = await postDocument(t.app, key, body, idempotencyKey);
+    const replay = await statementsOf(async () => expect((await postDocument(t.app, key, body, idempotencyKey)).headers['idempotent-replayed']).toBe('true'));
+    expect(replay).toEqual(['api-key-authenticate', 'idempotency-find']);
+    const read = await statementsOf(async () =>
+      expect((await t.app.inject({ method: 'GET', url: `/api/v1/documents/${created.json().id}`, headers: { 'x-api-key': key } })).statusCode).toBe(200),
+    );
+    expect(read).toEqual(['api-key-authenticate', 'document-find']);
+  });
+
+  it('stores and applies a bank event in one transaction of three statements', async () => {
+    const providerReference = `PAY-rt-${newIdempotencyKey()}`;
+    await postDocument(t.app, key, documentBody(source, { providerReference }));
+    const event = { eventId: `evt-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference };
+    const sent = await statementsOf(async () => expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200));
+    expect(sent).toEqual(['START', 'advisory-lock', 'document-by-provider-reference', 'webhook-receive', 'COMMIT']);
+  });
+});
