@@ -7,7 +7,9 @@ export type DocumentEventType = 'document.created' | 'document.status_changed';
 /**
  * The client event feed: one row per creation and status change, written with the change itself.
  * The table also has `xid` (xid8, default pg_current_xact_id()), the writing transaction, which only
- * the feed query reads (TypeORM has no xid8 type); idx_document_events_source_xid_id covers it.
+ * the feed query reads, and idx_document_events_source_xid_id over (source, xid, id). TypeORM has no
+ * xid8 type, so neither is declared here: a migration made with migration:generate proposes dropping
+ * both, and those lines must be removed from it.
  */
 @Entity('document_events')
 export class DocumentEventEntity {
