@@ -27,7 +27,14 @@ function pinoHttpOptions(config: AppConfig): Options {
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    // A 503 is an expected condition (its cause is logged once by the error filter), not an error.
+    customLogLevel: (_req, res, err) => (err || (res.statusCode >= 500 && res.statusCode !== 503) ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    // pino-http attaches a made-up Error, with a stack of its own internals, to every 5xx line: drop it.
+    customErrorObject: (_req, _res, error, value: Record<string, unknown>) => {
+      if (!/^failed with status code/.test(error.message)) return value;
+      const { err: _synthetic, ...rest } = value;
+      return rest;
+    },
   };
 }
 
