@@ -41,6 +41,8 @@ describe('the OpenAPI UI at /docs in a real browser', () => {
     await page.addInitScript(() =>
       document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`)),
     );
+    const scriptErrors: string[] = [];
+    page.on('pageerror', (error) => scriptErrors.push(error.message));
     page.on('console', (message) => {
       if (/Content Security Policy|CSP violation/i.test(message.text())) violations.push(message.text());
     });
@@ -50,6 +52,7 @@ describe('the OpenAPI UI at /docs in a real browser', () => {
     await page.locator('.opblock-summary-path', { hasText: '/api/v1/documents' }).first().waitFor();
     await page.screenshot({ path: '/tmp/docs-ui.png' });
     expect(violations).toEqual([]);
+    expect(scriptErrors).toEqual([]);
     await page.close();
   });
 });
