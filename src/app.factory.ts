@@ -1,22 +1,51 @@
+import helmet from '@fastify/helmet';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
+import { answerClientError, answerFrameworkError } from './common/http-layer-errors';
 import { registerJsonBodyParser } from './common/json-body-parser';
 import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi/setup-openapi';
 import { BANK_WEBHOOK_PATH } from './webhooks/webhook-signature';
 
 /**
+ * Every response's policy (the console sets a stricter one of its own): only this origin's scripts,
+ * no framing. Swagger UI at /docs needs its inline styles and data: images, nothing else.
+ */
+const DEFAULT_CSP = {
+  defaultSrc: ["'self'"],
+  scriptSrc: ["'self'"],
+  styleSrc: ["'self'", "'unsafe-inline'"],
+  imgSrc: ["'self'", 'data:'],
+  connectSrc: ["'self'"],
+  objectSrc: ["'none'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+  formAction: ["'self'"],
+  // Helmet's default would send a browser on plain HTTP (a gateway behind a TLS-terminating proxy, or
+  // tried out on a LAN address) to https:// for every script and style, breaking /docs there.
+  upgradeInsecureRequests: null,
+};
+
+/**
  * Builds the application exactly as production runs it; tests call this too, so they get the same
  * adapter options, hooks, filters, guards and interceptors.
  */
 export async function createApp(options: AppModuleOptions): Promise<NestFastifyApplication> {
+  const { config } = options;
   const adapter = new FastifyAdapter({
-    bodyLimit: options.config.BODY_LIMIT_BYTES,
+    bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: requestIdFor,
     requestIdHeader: false,
+    // Slow clients: the whole request (a trickled body included) and its headers must arrive in time,
+    // and an idle keep-alive connection is closed. Node checks these every second rather than every 30 s.
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    http: { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     // Drain on close: Node closes idle sockets itself, while requests already received run to the end
     // (Fastify's default would cut every connection, in-flight ones included).
     forceCloseConnections: false,
@@ -30,10 +59,12 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   app.useLogger(app.get(Logger));
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
+  fastify.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+  await app.register(helmet, { contentSecurityPolicy: { directives: DEFAULT_CSP }, frameguard: { action: 'deny' } });
   // The bank webhook verifies a signature over its raw bytes, whatever their media type.
   const rawBodyRoutes = [BANK_WEBHOOK_PATH];
   registerHttpHooks(fastify, rawBodyRoutes);
-  registerJsonBodyParser(fastify, rawBodyRoutes);
+  registerJsonBodyParser(fastify, rawBodyRoutes, config.BODY_LIMIT_BYTES);
   app.get(MetricsService).instrument(fastify);
   setupOpenApi(app, { anyMediaTypeRoutes: rawBodyRoutes });
   await app.init();

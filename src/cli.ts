@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { parseCommand, runCommand, USAGE, UsageError } from './cli/api-keys.command';
 import { openOperatorDatabase, OperatorError } from './cli/operator-database';
 import { AppError } from './common/app-error';
-import { isDatabaseUnavailable } from './common/problem';
+import { isDatabaseUnavailable } from './common/database-failure';
 import { ConfigValidationError, loadConfig } from './config/app-config';
 
 /**

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { ApiProblems } from '../common/problem.dto';
@@ -41,6 +41,7 @@ export class AdminApiController {
   ) {}
 
   @Post('api-keys')
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'createApiKey',
     summary: 'Issue an API key',
@@ -84,6 +85,7 @@ export class AdminApiController {
   }
 
   @Post('api-keys/:id/rotate')
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'rotateApiKey',
     summary: 'Rotate an API key',

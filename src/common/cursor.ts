@@ -1,5 +1,13 @@
 import { AppError } from './app-error';
 
+/** The largest value of a PostgreSQL bigint; a position above it would make the query itself fail. */
+const MAX_BIGINT = 9_223_372_036_854_775_807n;
+
+/** A decimal position that a bigint column can hold (forged cursors may carry any digits). */
+export function isBigintPosition(value: string): boolean {
+  return /^\d{1,19}$/.test(value) && BigInt(value) <= MAX_BIGINT;
+}
+
 /**
  * Opaque cursors: a kind tag and a position, base64url-encoded. Clients must not build them; a
  * cursor that does not decode is a 422 on the parameter that carried it.
@@ -8,11 +16,12 @@ export function encodeCursor(kind: string, position: string): string {
   return Buffer.from(`${kind}:${position}`, 'utf8').toString('base64url');
 }
 
+/** The position of a cursor of `kind`: a bigint, checked against the column's range. */
 export function decodeCursor(kind: string, cursor: string, parameter: string): string {
   const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
-  const match = new RegExp(`^${kind}:(\\d{1,19})$`).exec(decoded);
-  if (!match || encodeCursor(kind, match[1]) !== cursor) {
-    throw AppError.validation([{ field: parameter, message: 'is not a cursor this API returned' }]);
-  }
-  return match[1];
+  const prefix = `${kind}:`;
+  const position = decoded.startsWith(prefix) ? decoded.slice(prefix.length) : '';
+  const valid = isBigintPosition(position) && encodeCursor(kind, position) === cursor;
+  if (!valid) throw AppError.validation([{ field: parameter, message: 'is not a cursor this API returned' }]);
+  return position;
 }

@@ -12,14 +12,31 @@ export function requestIdFor(request: RawRequestDefaultExpression): string {
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
-function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
+type Headers = Record<string, string | string[] | undefined>;
+
+function hasBody(headers: Headers): boolean {
   const length = headers['content-length'];
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-/** Fastify would parse text/plain and forms too; the contract allows JSON bodies only. */
-function isJson(contentType: string | undefined): boolean {
-  return contentType?.split(';')[0].trim().toLowerCase() === 'application/json';
+/**
+ * Why a request body cannot be read as the contract's JSON (UTF-8, not compressed), or null. Fastify
+ * would parse text/plain and forms too, ignore the charset and never decompress.
+ */
+export function mediaTypeRefusal(headers: Headers): AppError | null {
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined && String(encoding).trim().toLowerCase() !== 'identity') {
+    return new AppError('UNSUPPORTED_MEDIA_TYPE', 'A request body must not be compressed (Content-Encoding is not supported)');
+  }
+  const [type, ...parameters] = String(headers['content-type'] ?? '').split(';');
+  if (type.trim().toLowerCase() !== 'application/json') {
+    return new AppError('UNSUPPORTED_MEDIA_TYPE', 'A request body must be sent as application/json');
+  }
+  const charset = parameters.map((p) => p.split('=')).find(([name]) => name.trim().toLowerCase() === 'charset')?.[1];
+  if (charset !== undefined && charset.trim().replace(/^"|"$/g, '').toLowerCase() !== 'utf-8') {
+    return new AppError('UNSUPPORTED_MEDIA_TYPE', 'A request body must be encoded as UTF-8 (charset=utf-8)');
+  }
+  return null;
 }
 
 /** `anyMediaTypeRoutes` verify their bodies themselves (a signature), so the media type is not theirs to refuse. */
@@ -36,8 +53,9 @@ export function registerHttpHooks(fastify: FastifyInstance, anyMediaTypeRoutes: 
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
     if (request.routeOptions.url && anyMediaTypeRoutes.includes(request.routeOptions.url)) return;
-    if (METHODS_WITH_BODY.has(request.method) && hasBody(request.headers) && !isJson(request.headers['content-type'])) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'A request body must be sent as application/json');
+    if (METHODS_WITH_BODY.has(request.method) && hasBody(request.headers)) {
+      const refusal = mediaTypeRefusal(request.headers);
+      if (refusal) throw refusal;
     }
   });
 }

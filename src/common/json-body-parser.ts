@@ -30,6 +30,39 @@ export class MalformedBody {
 /** What every free-text string of a request obeys, as a JSON Schema pattern: no NUL (see findUnstorable). */
 export const TEXT_PATTERN = '^[^\\u0000]*$';
 
+/**
+ * The body size of every JSON route (the bank webhook keeps BODY_LIMIT_BYTES, which stays the ceiling):
+ * a document is a few KB, and every byte past that is work a key holder could make us do for nothing.
+ */
+export const JSON_ROUTE_BODY_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * The largest JSON value a route accepts, counted before anything else looks at it: class-transformer
+ * and the validator spend time per key, and a body of 100,000 unknown keys would block the event loop
+ * for seconds. A document has about 35 members, nested 3 deep.
+ */
+export const MAX_JSON_MEMBERS = 256;
+export const MAX_JSON_DEPTH = 8;
+
+/** The first way `value` exceeds the limits above, or null; stops counting as soon as it does. */
+export function exceedsShape(value: unknown): FieldError | null {
+  let members = 0;
+  const visit = (node: unknown, depth: number): FieldError | null => {
+    if (typeof node !== 'object' || node === null) return null;
+    if (depth > MAX_JSON_DEPTH) return { field: 'body', message: `must not nest objects or arrays more than ${MAX_JSON_DEPTH} levels deep` };
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      members += 1;
+      if (members > MAX_JSON_MEMBERS) return { field: 'body', message: `must not have more than ${MAX_JSON_MEMBERS} members in all` };
+      const found = visit(child, depth + 1);
+      if (found) return found;
+    }
+    return null;
+  };
+  return visit(value, 1);
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Keys that class-transformer silently drops (or secure JSON parsing refuses) on the way to a DTO. */
 const RESERVED_KEYS = new Set(['constructor', '__proto__', 'prototype']);
 
@@ -50,23 +83,50 @@ export function findUnstorable(value: unknown, path = ''): FieldError | null {
   return null;
 }
 
+/** The parsed body, or why it cannot be used, checked in order of cost: encoding, syntax, size, content. */
+function parseBody(body: Buffer, parseJson: (text: string) => unknown): unknown {
+  let text: string;
+  try {
+    text = UTF8.decode(body);
+  } catch {
+    return new MalformedBody(body, { field: 'body', message: 'is not valid UTF-8' });
+  }
+  let value: unknown;
+  try {
+    value = parseJson(text);
+  } catch {
+    return new MalformedBody(body, { field: 'body', message: 'is not valid JSON' });
+  }
+  const problem = exceedsShape(value) ?? findUnstorable(value);
+  return problem ? new MalformedBody(body, problem) : value;
+}
+
 /**
  * The only body parsers: JSON, keeping the raw bytes. On `rawOnlyRoutes` the body is not parsed at
  * all (whatever its content type), so their handlers can verify a signature first: garbage with a
- * bad signature must be a 401, not a parse error.
+ * bad signature must be a 401, not a parse error. Every other route gets a body limit that fits JSON
+ * requests; raw-only routes keep `bodyLimit`, the server-wide ceiling.
  */
-export function registerJsonBodyParser(fastify: FastifyInstance, rawOnlyRoutes: readonly string[]): void {
-  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+export function registerJsonBodyParser(fastify: FastifyInstance, rawOnlyRoutes: readonly string[], bodyLimit: number): void {
+  const routeLimit = Math.min(JSON_ROUTE_BODY_LIMIT_BYTES, bodyLimit);
+  fastify.addHook('onRoute', (route) => {
+    if (!rawOnlyRoutes.includes(route.url)) route.bodyLimit = Math.min(route.bodyLimit ?? routeLimit, routeLimit);
+  });
+  const defaultParser = fastify.getDefaultJsonParser('error', 'error');
+  const parseJson = (text: string): unknown => {
+    let result: unknown;
+    defaultParser({} as FastifyRequest, text, (error: Error | null, value?: unknown) => {
+      if (error) throw error;
+      result = value;
+    });
+    return result;
+  };
   const rawOnly = (request: FastifyRequest) => Boolean(request.routeOptions.url && rawOnlyRoutes.includes(request.routeOptions.url));
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     request.rawBody = body;
     if (rawOnly(request) || body.length === 0) return done(null, undefined);
-    parseJson(request, body as unknown as string, (error: Error | null, value?: unknown) => {
-      if (error) return done(null, new MalformedBody(body, { field: 'body', message: 'is not valid JSON' }));
-      const unstorable = findUnstorable(value);
-      done(null, unstorable ? new MalformedBody(body, unstorable) : value);
-    });
+    done(null, parseBody(body, parseJson));
   });
   // Other media types are refused with 415 before parsing (http-hooks.ts), except on raw-only routes.
   fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body: Buffer, done) => {

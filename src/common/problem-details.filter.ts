@@ -1,7 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { IdempotentReplay } from '../idempotency/idempotent-replay';
-import { isDatabaseUnavailable, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
+import { databaseFailureOf } from './database-failure';
+import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
 /** The shape of an error we log: never the SQL text or parameters TypeORM attaches to its errors. */
 function loggable(error: unknown): Record<string, unknown> {
@@ -23,12 +24,15 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     if (exception instanceof IdempotentReplay) return this.replay(reply, exception);
     const problem = toProblem(exception, request.url.split('?')[0], String(request.id));
+    const databaseFailure = databaseFailureOf(exception);
     if (problem.unexpected) {
       this.logger.error({ err: loggable(exception), requestId: request.id }, 'Unexpected error');
-    } else if (isDatabaseUnavailable(exception)) {
-      // Also what an exhausted pool looks like (no connection within the timeout), hence the wording.
-      this.logger.warn({ requestId: request.id, code: (exception as { code?: unknown }).code }, 'Database unavailable: unreachable or no free connection');
+    } else if (databaseFailure) {
+      // An expected condition, logged once per request and without a stack: an outage must not bury the log.
+      this.logger.warn({ requestId: request.id, cause: databaseFailure, code: (exception as { code?: unknown }).code }, `Database unavailable: ${databaseFailure}`);
     }
+    // Set here too: a few paths into this filter (a bad URL on the not-found router) skip the hooks.
+    reply.header('X-Request-Id', request.id);
     reply.status(problem.body.status).headers(problem.headers).type(PROBLEM_CONTENT_TYPE).send(problem.body);
   }
 

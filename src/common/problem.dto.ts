@@ -76,6 +76,12 @@ function exampleOf(code: ErrorCode, context: ProblemContext): { detail: string; 
       return { detail: 'An unexpected error occurred' };
     case 'SERVICE_UNAVAILABLE':
       return { detail: context.path === '/health/ready' ? 'The service is not ready; try again shortly' : 'The database is unreachable; try again shortly' };
+    case 'MALFORMED_REQUEST':
+      return { detail: 'The request is not valid HTTP' };
+    case 'REQUEST_TIMEOUT':
+      return { detail: 'The request was not received in time' };
+    case 'HEADERS_TOO_LARGE':
+      return { detail: 'The request headers are too large' };
   }
 }
 

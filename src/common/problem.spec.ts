@@ -1,7 +1,8 @@
 import { NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import { Client } from 'pg';
 import { AppError } from './app-error';
-import { isDatabaseUnavailable, toProblem } from './problem';
+import { databaseFailureOf, isDatabaseUnavailable } from './database-failure';
+import { toProblem } from './problem';
 
 describe('toProblem', () => {
   it('renders an AppError with its code, status, field errors and headers', () => {
@@ -54,5 +55,39 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }))).toBe(true);
     expect(isDatabaseUnavailable(Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' }))).toBe(false);
     expect(isDatabaseUnavailable('a string')).toBe(false);
+  });
+});
+
+describe('databaseFailureOf', () => {
+  const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
+
+  it.each([
+    [pgError('ECONNREFUSED'), 'unreachable', '5'],
+    [new Error('timeout exceeded when trying to connect'), 'saturated', '1'],
+    [pgError('57P01', 'terminating connection due to administrator command'), 'session_ended', '1'],
+    [new Error('Connection terminated unexpectedly'), 'session_ended', '1'],
+    [pgError('57014', 'canceling statement due to statement timeout'), 'statement_timeout', '5'],
+    [new Error('Query read timeout'), 'statement_timeout', '5'],
+    [pgError('55P03', 'canceling statement due to lock timeout'), 'lock_timeout', '1'],
+    [{ message: 'query failed', driverError: pgError('55P03') }, 'lock_timeout', '1'],
+  ])('names the cause of %p and answers 503 with its own wording', (error, cause, retryAfter) => {
+    expect(databaseFailureOf(error)).toBe(cause);
+    const problem = toProblem(error, '/x', 'r');
+    expect(problem.body).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
+    expect(problem.headers['Retry-After']).toBe(retryAfter);
+    expect(problem.unexpected).toBe(false);
+  });
+
+  it('says the gateway is saturated, not that the database is unreachable, when the pool is exhausted', () => {
+    const detail = toProblem(new Error('timeout exceeded when trying to connect'), '/x', 'r').body.detail;
+    expect(detail).toMatch(/saturated/);
+    expect(detail).not.toMatch(/unreachable/);
+  });
+});
+
+describe('field errors', () => {
+  it('are capped at 50', () => {
+    const errors = Array.from({ length: 5000 }, (_, i) => ({ field: `k${i}`, message: 'is not an allowed field' }));
+    expect(toProblem(AppError.validation(errors), '/x', 'r').body.errors).toHaveLength(50);
   });
 });

@@ -1,6 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
 import { AppError } from './app-error';
+import { DATABASE_FAILURES, databaseFailureOf } from './database-failure';
 import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -24,10 +25,6 @@ export interface Problem {
   unexpected: boolean;
 }
 
-/** Driver and socket errors that mean "the database cannot be reached", not "the query is wrong". */
-const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
-const UNREACHABLE_SQLSTATE = /^(08|57P0)/;
-
 /** RFC 9110 names where Node's table still has the older ones. */
 const TITLES: Record<number, string> = { 413: 'Content Too Large', 422: 'Unprocessable Content' };
 
@@ -36,17 +33,8 @@ export function problemTitle(status: number): string {
   return TITLES[status] ?? STATUS_CODES[status] ?? 'Error';
 }
 
-export function isDatabaseUnavailable(error: unknown): boolean {
-  // Duck-typed: driver errors may come from another realm (worker, VM), where instanceof fails.
-  if (typeof error !== 'object' || error === null) return false;
-  const { code, message, driverError } = error as { code?: unknown; message?: unknown; driverError?: unknown };
-  if (typeof code === 'string' && (UNREACHABLE_ERRNOS.has(code) || UNREACHABLE_SQLSTATE.test(code))) return true;
-  if (driverError && driverError !== error && isDatabaseUnavailable(driverError)) return true;
-  return (
-    typeof message === 'string' &&
-    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)
-  );
-}
+/** At most this many field errors are listed: enough to fix a request, never a multi-megabyte answer. */
+export const MAX_FIELD_ERRORS = 50;
 
 const FASTIFY_CODES: Record<string, { code: ErrorCode; detail: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', detail: 'The request body is larger than the limit' },
@@ -67,8 +55,10 @@ function classify(error: unknown): { code: ErrorCode; detail: string; errors?: F
   if (error instanceof AppError) return error;
   const fastifyCode = (error as { code?: unknown } | null)?.code;
   if (typeof fastifyCode === 'string' && fastifyCode in FASTIFY_CODES) return FASTIFY_CODES[fastifyCode];
-  if (isDatabaseUnavailable(error)) {
-    return { code: 'SERVICE_UNAVAILABLE', detail: 'The database is unreachable; try again shortly' };
+  const failure = databaseFailureOf(error);
+  if (failure) {
+    const { detail, retryAfterSeconds } = DATABASE_FAILURES[failure];
+    return { code: 'SERVICE_UNAVAILABLE', detail, headers: { 'Retry-After': String(retryAfterSeconds) } };
   }
   if (error instanceof HttpException) {
     const status = error.getStatus();
@@ -95,7 +85,7 @@ export function toProblem(error: unknown, instance: string, requestId: string): 
     detail,
     instance,
     requestId,
-    ...(errors ? { errors } : {}),
+    ...(errors ? { errors: errors.slice(0, MAX_FIELD_ERRORS) } : {}),
   };
   return { body, headers: extraHeaders, unexpected: code === 'INTERNAL_ERROR' };
 }

@@ -1,4 +1,5 @@
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
+import { ValidateIf } from 'class-validator';
 import { AppError } from './app-error';
 import { FieldError } from './error-codes';
 import { findUnstorable, MalformedBody } from './json-body-parser';
@@ -8,6 +9,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Path ids are looked up, not validated: anything that is not a UUID simply matches nothing. */
 export function isUuid(value: string): boolean {
   return UUID.test(value);
+}
+
+/**
+ * An optional body field: it may be left out, but when present it must be valid. Unlike @IsOptional,
+ * null is not "left out": `{"gracePeriodSeconds": null}` is a 422, never a silent default.
+ */
+export function OptionalField(): PropertyDecorator {
+  return ValidateIf((_object, value) => value !== undefined);
 }
 
 /** class-validator's nested errors as CONTRACT field paths (`taxpayer.country`), one message each. */
@@ -30,7 +39,11 @@ export function toFieldErrors(errors: ValidationError[], parent = ''): FieldErro
 class ContractValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (value instanceof MalformedBody) {
-      throw AppError.validation([value.error], value.error.field === 'body' ? 'The request body is not valid JSON' : 'The request is not valid');
+      throw AppError.validation([value.error], value.error.message === 'is not valid JSON' ? 'The request body is not valid JSON' : 'The request is not valid');
+    }
+    // Without this, a body of `3600`, `"x"` or `null` would validate as an empty DTO.
+    if (metadata.type === 'body' && value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+      throw AppError.validation([{ field: 'body', message: 'must be a JSON object' }]);
     }
     if (metadata.type === 'query' || metadata.type === 'param') {
       const unstorable = findUnstorable(value, metadata.type === 'param' ? metadata.data : '');

@@ -27,7 +27,14 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'info',
       MIGRATIONS_RUN: true,
       DB_POOL_SIZE: 10,
+      DB_STATEMENT_TIMEOUT_MS: 10000,
+      DB_LOCK_TIMEOUT_MS: 2000,
+      HTTP_REQUEST_TIMEOUT_MS: 30000,
+      HTTP_HEADERS_TIMEOUT_MS: 10000,
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: 5000,
+      HTTP_MAX_CONNECTIONS: 1024,
     });
+    expect(config.METRICS_TOKEN).toBeUndefined();
   });
 
   it('parses numbers and booleans from strings and treats empty strings as unset', () => {
@@ -47,6 +54,11 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
     [{ MIGRATIONS_RUN: 'sometimes' }, 'MIGRATIONS_RUN must be true or false (got "sometimes")'],
     [{ DB_POOL_SIZE: '1' }, 'DB_POOL_SIZE must be an integer from 2 to 200 (got "1")'],
+    [{ DB_STATEMENT_TIMEOUT_MS: '0' }, 'DB_STATEMENT_TIMEOUT_MS must be an integer from 100 to 600000 (got "0")'],
+    [{ DB_LOCK_TIMEOUT_MS: 'never' }, 'DB_LOCK_TIMEOUT_MS must be an integer from 100 to 600000 (got "never")'],
+    [{ HTTP_REQUEST_TIMEOUT_MS: '0' }, 'HTTP_REQUEST_TIMEOUT_MS must be an integer from 1000 to 600000 (got "0")'],
+    [{ HTTP_MAX_CONNECTIONS: '0' }, 'HTTP_MAX_CONNECTIONS must be an integer from 1 to 1000000 (got "0")'],
+    [{ HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '6000' }, 'HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS'],
   ])('rejects %p with a message naming the variable and the rule', (env, message) => {
     expect(problemsOf(env)).toEqual([message]);
   });
@@ -55,7 +67,7 @@ describe('loadConfig', () => {
     expect(problemsOf({ PORT: 'x', LOG_LEVEL: 'y', WEBHOOK_TOLERANCE_SECONDS: '-1' })).toHaveLength(3);
   });
 
-  it.each(['ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS'])('never echoes the value of %s', (name) => {
+  it.each(['ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN'])('never echoes the value of %s', (name) => {
     const problems = problemsOf({ [name]: 'tooshort' });
     expect(problems).toEqual([`${name} must be at least 16 characters long`]);
   });

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { plainToInstance, Transform } from 'class-transformer';
 import {
   IsBoolean,
@@ -17,10 +18,16 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Values that must never be echoed back, not even in a start-up error. */
-const SECRET_VARIABLES = new Set(['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS']);
+const SECRET_VARIABLES = new Set(['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN']);
 
 const toInt = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+
+/** An integer variable within [min, max]; the message states the range, as the README does. */
+function IntInRange(min: number, max: number): PropertyDecorator {
+  const message = `must be an integer from ${min} to ${max}`;
+  return applyDecorators(Transform(toInt), IsInt({ message }), Min(min, { message }), Max(max, { message }));
+}
 
 const toBool = ({ value }: { value: unknown }) => {
   if (typeof value !== 'string') return value;
@@ -35,10 +42,7 @@ const toBool = ({ value }: { value: unknown }) => {
  * that every message names exactly what the operator has to change.
  */
 export class AppConfig {
-  @Transform(toInt)
-  @IsInt({ message: 'must be an integer from 0 to 65535' })
-  @Min(0, { message: 'must be an integer from 0 to 65535' })
-  @Max(65535, { message: 'must be an integer from 0 to 65535' })
+  @IntInRange(0, 65535)
   PORT = 3000;
 
   @IsString()
@@ -65,28 +69,16 @@ export class AppConfig {
   @MinLength(16, { message: 'must be at least 16 characters long' })
   BANK_WEBHOOK_SECRET_PREVIOUS?: string;
 
-  @Transform(toInt)
-  @IsInt({ message: 'must be an integer from 1 to 3600' })
-  @Min(1, { message: 'must be an integer from 1 to 3600' })
-  @Max(3600, { message: 'must be an integer from 1 to 3600' })
+  @IntInRange(1, 3600)
   WEBHOOK_TOLERANCE_SECONDS = 300;
 
-  @Transform(toInt)
-  @IsInt({ message: 'must be an integer from 60 to 2592000' })
-  @Min(60, { message: 'must be an integer from 60 to 2592000' })
-  @Max(2592000, { message: 'must be an integer from 60 to 2592000' })
+  @IntInRange(60, 2592000)
   IDEMPOTENCY_TTL_SECONDS = 86400;
 
-  @Transform(toInt)
-  @IsInt({ message: 'must be an integer from 1 to 1000000' })
-  @Min(1, { message: 'must be an integer from 1 to 1000000' })
-  @Max(1000000, { message: 'must be an integer from 1 to 1000000' })
+  @IntInRange(1, 1000000)
   RATE_LIMIT_PER_MINUTE = 600;
 
-  @Transform(toInt)
-  @IsInt({ message: 'must be an integer from 1024 to 104857600' })
-  @Min(1024, { message: 'must be an integer from 1024 to 104857600' })
-  @Max(104857600, { message: 'must be an integer from 1024 to 104857600' })
+  @IntInRange(1024, 104857600)
   BODY_LIMIT_BYTES = 1048576;
 
   @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
@@ -96,12 +88,34 @@ export class AppConfig {
   @IsBoolean({ message: 'must be true or false' })
   MIGRATIONS_RUN = true;
 
-  @Transform(toInt)
   // Two at least: migrations at start hold the advisory lock on one connection and run on another.
-  @IsInt({ message: 'must be an integer from 2 to 200' })
-  @Min(2, { message: 'must be an integer from 2 to 200' })
-  @Max(200, { message: 'must be an integer from 2 to 200' })
+  @IntInRange(2, 200)
   DB_POOL_SIZE = 10;
+
+  /** A server-side bound on every statement, so a stuck query cannot hold a pool connection for long. */
+  @IntInRange(100, 600000)
+  DB_STATEMENT_TIMEOUT_MS = 10000;
+
+  /** How long a statement waits for a row or advisory lock another transaction holds before giving up (503). */
+  @IntInRange(100, 600000)
+  DB_LOCK_TIMEOUT_MS = 2000;
+
+  /** The whole request, body included: a client trickling its body is cut off after this. */
+  @IntInRange(1000, 600000)
+  HTTP_REQUEST_TIMEOUT_MS = 30000;
+
+  @IntInRange(1000, 600000)
+  HTTP_HEADERS_TIMEOUT_MS = 10000;
+
+  @IntInRange(1000, 600000)
+  HTTP_KEEP_ALIVE_TIMEOUT_MS = 5000;
+
+  @IntInRange(1, 1000000)
+  HTTP_MAX_CONNECTIONS = 1024;
+
+  @IsOptional()
+  @MinLength(16, { message: 'must be at least 16 characters long' })
+  METRICS_TOKEN?: string;
 }
 
 export class ConfigValidationError extends Error {
@@ -120,14 +134,18 @@ function describe(error: ValidationError): string {
 /** Reads the known variables from `env`; an empty string counts as unset. Throws ConfigValidationError. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const known = Object.keys(new AppConfig());
-  const names = new Set([...known, 'DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS']);
+  const names = new Set([...known, ...SECRET_VARIABLES]);
   const raw: Record<string, string> = {};
   for (const name of names) {
     const value = env[name];
     if (value !== undefined && value !== '') raw[name] = value;
   }
   const config = plainToInstance(AppConfig, raw);
-  const errors = validateSync(config, { forbidUnknownValues: false });
-  if (errors.length > 0) throw new ConfigValidationError(errors.map(describe));
+  const problems = validateSync(config, { forbidUnknownValues: false }).map(describe);
+  if (problems.length === 0 && config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
+    // Node refuses to start a server with this combination.
+    problems.push('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');
+  }
+  if (problems.length > 0) throw new ConfigValidationError(problems);
   return config;
 }

@@ -4,13 +4,23 @@ import { DataSourceOptions } from 'typeorm';
 export interface DatabaseSettings {
   url: string;
   poolSize?: number;
+  /**
+   * Bounds for request traffic. Left unset for migrations and the CLI, whose statements (an index
+   * build, waiting for another instance's migration lock) may rightly take longer.
+   */
+  timeouts?: { statementMs: number; lockMs: number };
 }
+
+/** Slack for the client-side bound, which only fires when the server cannot enforce its own (frozen). */
+const CLIENT_TIMEOUT_SLACK_MS = 2000;
 
 /**
  * The one TypeORM configuration: the application, ormconfig.ts (TypeORM CLI) and the migration
  * runner all build their DataSource from here. Schema changes only ever come from migrations.
  */
-export function buildDataSourceOptions({ url, poolSize = 10 }: DatabaseSettings): DataSourceOptions {
+export function buildDataSourceOptions({ url, poolSize = 10, timeouts }: DatabaseSettings): DataSourceOptions {
+  const sessionSettings = ['-c idle_in_transaction_session_timeout=30000'];
+  if (timeouts) sessionSettings.push(`-c statement_timeout=${timeouts.statementMs}`, `-c lock_timeout=${timeouts.lockMs}`);
   return {
     type: 'postgres',
     url,
@@ -31,7 +41,11 @@ export function buildDataSourceOptions({ url, poolSize = 10 }: DatabaseSettings)
       application_name: 'tax-document-gateway',
       // The lease on every claim: a transaction whose process hangs (rather than dies, which rolls
       // back at once) is ended by the server, freeing its idempotency key and locks.
-      options: '-c idle_in_transaction_session_timeout=30000',
+      // statement_timeout and lock_timeout keep one stuck peer (a frozen instance holding a lock, a
+      // runaway query) from holding every pool connection: waiters give up and answer 503.
+      options: sessionSettings.join(' '),
+      // A PostgreSQL that stops answering altogether cannot enforce its own statement_timeout.
+      ...(timeouts ? { query_timeout: timeouts.statementMs + CLIENT_TIMEOUT_SLACK_MS } : {}),
     },
   };
 }

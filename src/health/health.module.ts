@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
+import { DatabaseProbe } from './database-probe';
 import { HealthController } from './health.controller';
 
-@Module({ imports: [TerminusModule.forRoot({ logger: false })], controllers: [HealthController] })
+@Module({ controllers: [HealthController], providers: [DatabaseProbe] })
 export class HealthModule {}

@@ -27,8 +27,16 @@ function pinoHttpOptions(config: AppConfig): Options {
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
-    // A line per successful request would cost more than many requests do: those are debug only.
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'debug'),
+    // A line per successful request would cost more than many requests do: those are debug only. A 503
+    // is an expected condition (its cause is logged once by the error filter), not an error.
+    customLogLevel: (_req, res, err) =>
+      err || (res.statusCode >= 500 && res.statusCode !== 503) ? 'error' : res.statusCode >= 400 ? 'warn' : 'debug',
+    // pino-http attaches a made-up Error, with a stack of its own internals, to every 5xx line: drop it.
+    customErrorObject: (_req, _res, error, value: Record<string, unknown>) => {
+      if (!/^failed with status code/.test(error.message)) return value;
+      const { err: _synthetic, ...rest } = value;
+      return rest;
+    },
   };
 }
 

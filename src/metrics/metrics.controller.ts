@@ -1,8 +1,10 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Header, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
+import { MetricsTokenGuard } from './metrics-token.guard';
 import { MetricsService } from './metrics.service';
 
 @ApiExcludeController()
+@UseGuards(MetricsTokenGuard)
 @Controller('metrics')
 export class MetricsController {
   constructor(private readonly metrics: MetricsService) {}

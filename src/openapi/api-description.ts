@@ -13,13 +13,16 @@ export const API_TAGS = [
   { name: 'operations', description: 'Liveness and readiness probes.' },
 ] as const;
 
+// A code span never ends in "$" right before its closing backtick here: @nestjs/swagger builds the
+// /docs init script with String.replace, where "$`" in the document inserts text and breaks the script
+// (Swagger UI then renders nothing). Double backticks with padding render the same.
 export const API_DESCRIPTION = `Submit tax documents due for payment, follow their payment status, and administer API keys.
 
 **Authentication.** Every \`/api/v1\` call carries \`X-API-Key: sk_tax_…\`, a key bound to one source; it sees only
 that source's data. \`/admin\` calls carry \`Authorization: Bearer <ADMIN_TOKEN>\`. The bank webhook is authenticated
 by its signature; the health probes are public.
 
-**Retrying safely.** Every POST under \`/api/v1\` needs an \`X-Idempotency-Key\` (\`${IDEMPOTENCY_KEY_PATTERN.source}\`). The
+**Retrying safely.** Every POST under \`/api/v1\` needs an \`X-Idempotency-Key\` (\`\` ${IDEMPOTENCY_KEY_PATTERN.source} \`\`). The
 same key and body again returns the stored answer with \`Idempotent-Replayed: true\` and performs nothing;
 the same key with another body is a 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, a 409
 \`IDEMPOTENCY_KEY_IN_USE\` with \`Retry-After\`. Successes and business refusals (404, 409 \`DUPLICATE_DOCUMENT\`,

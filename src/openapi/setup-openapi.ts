@@ -60,7 +60,7 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
   const components = (document.components ??= {});
   components.headers = {
     'X-Request-Id': {
-      description: "The request's id: the caller's own X-Request-Id when it matches `^[A-Za-z0-9._:-]{1,128}$`, otherwise a generated UUID. Also in error bodies and log lines.",
+      description: "The request's id: the caller's own X-Request-Id when it matches `` ^[A-Za-z0-9._:-]{1,128}$ ``, otherwise a generated UUID. Also in error bodies and log lines.",
       required: true,
       schema: { type: 'string', example: '3f0c8a52-0b4e-4a53-9d7e-2f1c9b7f0e11' },
     },

@@ -1,6 +1,7 @@
 import { createParamDecorator, ExecutionContext, Injectable, Logger, OnModuleInit, PipeTransform } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error';
+import { mediaTypeRefusal } from '../common/http-hooks';
 import { FieldError } from '../common/error-codes';
 import { AppConfig } from '../config/app-config';
 import { SignatureVerdict, SignedRequest, verifyWebhookSignature } from './webhook-signature';
@@ -18,15 +19,22 @@ export interface VerifiedDelivery {
   signedAt: Date;
 }
 
-/** The parts of a delivery the signature covers, untouched: the headers and the raw body bytes. */
-export const SignedDelivery = createParamDecorator((_data: unknown, ctx: ExecutionContext): SignedRequest => {
+/** A delivery as received: the signed parts untouched (headers and raw body bytes), and its media type. */
+export interface ReceivedDelivery extends SignedRequest {
+  mediaType: Pick<FastifyRequest['headers'], 'content-type' | 'content-encoding'>;
+}
+
+export const SignedDelivery = createParamDecorator((_data: unknown, ctx: ExecutionContext): ReceivedDelivery => {
   const request = ctx.switchToHttp().getRequest<FastifyRequest>();
   return {
     timestamp: request.headers['x-provider-timestamp'],
     signature: request.headers['x-provider-signature'],
     rawBody: request.rawBody ?? Buffer.alloc(0),
+    mediaType: { 'content-type': request.headers['content-type'], 'content-encoding': request.headers['content-encoding'] },
   };
 });
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 const DETAILS: Record<Exclude<SignatureVerdict, { valid: true }>['reason'], string> = {
   not_configured: 'The webhook signature could not be verified',
@@ -41,9 +49,15 @@ export const MAX_FIELD_LENGTH = 255;
 
 /** The body as the spec shapes it (§2.1): an object with four non-empty strings; extra fields are kept, not read. */
 function parsePayload(rawBody: Buffer): PaymentStatusPayload {
+  let text: string;
+  try {
+    text = UTF8.decode(rawBody);
+  } catch {
+    throw AppError.validation([{ field: 'body', message: 'is not valid UTF-8' }], 'The webhook body is malformed');
+  }
   let value: unknown;
   try {
-    value = JSON.parse(rawBody.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     throw AppError.validation([{ field: 'body', message: 'is not valid JSON' }], 'The webhook body is malformed');
   }
@@ -62,10 +76,11 @@ function parsePayload(rawBody: Buffer): PaymentStatusPayload {
 
 /**
  * Verifies a bank delivery before anything looks at its body: signature (current or previous secret,
- * constant-time), timestamp form and window. Only then is the body parsed and checked (422).
+ * constant-time), timestamp form and window. Only then are its media type (415) and body (422) checked,
+ * so unsigned garbage of any type stays a 401.
  */
 @Injectable()
-export class WebhookSignaturePipe implements PipeTransform<SignedRequest, VerifiedDelivery>, OnModuleInit {
+export class WebhookSignaturePipe implements PipeTransform<ReceivedDelivery, VerifiedDelivery>, OnModuleInit {
   private readonly logger = new Logger('Webhooks');
   private readonly secrets: string[];
 
@@ -77,9 +92,11 @@ export class WebhookSignaturePipe implements PipeTransform<SignedRequest, Verifi
     if (!this.config.BANK_WEBHOOK_SECRET) this.logger.warn('BANK_WEBHOOK_SECRET is not set: every bank webhook will be rejected with 401');
   }
 
-  transform(delivery: SignedRequest): VerifiedDelivery {
+  transform(delivery: ReceivedDelivery): VerifiedDelivery {
     const verdict = verifyWebhookSignature(delivery, this.secrets, this.config.WEBHOOK_TOLERANCE_SECONDS);
     if (!verdict.valid) throw new AppError('WEBHOOK_SIGNATURE_INVALID', DETAILS[verdict.reason]);
+    const refusal = mediaTypeRefusal(delivery.mediaType);
+    if (refusal) throw refusal;
     return { payload: parsePayload(delivery.rawBody), rawBody: delivery.rawBody, signedAt: new Date(delivery.timestamp as string) };
   }
 }

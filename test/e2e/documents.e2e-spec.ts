@@ -214,6 +214,9 @@ describe('documents API (CONTRACT §2.3)', () => {
       ['type=BILL', 'type'],
       ['cursor=garbage', 'cursor'],
       ['cursor=ZTox', 'cursor'],
+      // Forged: one above the bigint maximum, which PostgreSQL itself would refuse.
+      [`cursor=${Buffer.from('d:9999999999999999999').toString('base64url')}`, 'cursor'],
+      [`cursor=${Buffer.from('d:9223372036854775808').toString('base64url')}`, 'cursor'],
       ['sort=asc', 'sort'],
       ['externalId=A%00B', 'externalId'],
     ])('refuses %s with 422 naming %s', async (query, field) => {

@@ -64,7 +64,7 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
     expect(new Set(ids).size).toBe(5);
   });
 
-  it.each([['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?after=nonsense', 'after'], ['?after=ZDox', 'after'], ['?since=1', 'since']])(
+  it.each([['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?after=nonsense', 'after'], ['?after=ZDox', 'after'], [`?after=${Buffer.from('e:9999999999999999999').toString('base64url')}`, 'after'], ['?since=1', 'since']])(
     'refuses %s with 422 naming %s',
     async (query, field) => {
       const source = await newSourceWithKey(t.app);

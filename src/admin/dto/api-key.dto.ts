@@ -3,6 +3,7 @@ import { IsDateString, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, 
 import { TEXT_PATTERN } from '../../common/json-body-parser';
 import { PageLimit } from '../../common/page-limit';
 import { AUDIT_ACTIONS } from '../audit-log.entity';
+import { OptionalField } from '../../common/validation';
 import { WEBHOOK_OUTCOMES } from '../../webhooks/webhook-event.entity';
 import type { WebhookOutcome } from '../../webhooks/webhook-event.entity';
 
@@ -15,20 +16,20 @@ export class CreateApiKeyDto {
   source: string;
 
   @ApiPropertyOptional({ example: 'ERP production', minLength: 1, maxLength: 200, pattern: TEXT_PATTERN, description: 'For people: what the key is for' })
-  @IsOptional()
+  @OptionalField()
   @IsString()
   @Length(1, 200)
   name?: string;
 
   @ApiPropertyOptional({ format: 'date-time', example: '2027-12-31T00:00:00.000Z', description: 'ISO 8601, in the future; absent: never expires' })
-  @IsOptional()
+  @OptionalField()
   @IsDateString({ strict: true }, { message: 'must be an ISO 8601 date-time' })
   expiresAt?: string;
 }
 
 export class RotateApiKeyDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 86400, default: 0, description: 'Seconds the old key keeps working' })
-  @IsOptional()
+  @OptionalField()
   @IsInt()
   @Min(0)
   @Max(86400)

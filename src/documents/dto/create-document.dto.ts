@@ -4,7 +4,6 @@ import {
   IsDefined,
   IsIn,
   IsObject,
-  IsOptional,
   IsString,
   Length,
   Matches,
@@ -26,6 +25,7 @@ import {
   METADATA_LIMITS,
   PROVIDER_REFERENCE_PATTERN,
 } from '../reference-data';
+import { OptionalField } from '../../common/validation';
 
 function rule(name: string, message: string, test: (value: unknown, args: ValidationArguments) => boolean) {
   return (target: object, propertyName: string) =>
@@ -121,7 +121,7 @@ export class CreateDocumentDto {
     pattern: PROVIDER_REFERENCE_PATTERN.source,
     description: 'The bank’s payment reference; unique across all documents',
   })
-  @IsOptional()
+  @OptionalField()
   @IsString()
   @Length(1, 128)
   @Matches(PROVIDER_REFERENCE_PATTERN, { message: 'may only contain letters, digits and . _ : / -' })
@@ -134,7 +134,7 @@ export class CreateDocumentDto {
     example: { costCenter: 'CC-42' },
     description: `Your own string values, kept as sent: at most ${MAX_ENTRIES} keys of 1 to ${MAX_KEY} characters (not \`constructor\`, \`__proto__\` or \`prototype\`)`,
   })
-  @IsOptional()
+  @OptionalField()
   @IsMetadata()
   // Taken as sent: class-transformer skips keys that name object methods, such as "toString".
   @Transform(({ obj }) => (obj as { metadata?: unknown }).metadata, { toClassOnly: true })

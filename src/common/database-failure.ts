@@ -1,0 +1,56 @@
+/**
+ * Why the database could not serve a request, for the 503 answer and its log line. Each cause has
+ * its own wording: "unreachable" while PostgreSQL is up but the pool is exhausted sends an operator
+ * looking in the wrong place.
+ */
+export type DatabaseFailure = 'unreachable' | 'saturated' | 'session_ended' | 'statement_timeout' | 'lock_timeout';
+
+export const DATABASE_FAILURES: Record<DatabaseFailure, { detail: string; retryAfterSeconds: number }> = {
+  unreachable: { detail: 'The database is unreachable; try again shortly', retryAfterSeconds: 5 },
+  saturated: { detail: 'The gateway is saturated: no database connection became free in time; try again shortly', retryAfterSeconds: 1 },
+  session_ended: { detail: 'The database ended the session during the request; nothing was saved, try again', retryAfterSeconds: 1 },
+  statement_timeout: { detail: 'The database did not answer in time; nothing was saved, try again shortly', retryAfterSeconds: 5 },
+  lock_timeout: { detail: 'Another transaction holds data this request needs; nothing was saved, try again shortly', retryAfterSeconds: 1 },
+};
+
+/** Socket errors of a connection that cannot be made or was lost. */
+const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+/** SQLSTATEs by cause: 08 connection exceptions, 57P0x the server ending sessions, 57014 and 55P03 the timeouts. */
+function bySqlState(code: string): DatabaseFailure | null {
+  if (code.startsWith('08') || code === '57P03') return 'unreachable';
+  if (code === '57P01' || code === '57P02' || code === '57P05' || code === '25P03') return 'session_ended';
+  if (code === '57014') return 'statement_timeout';
+  if (code === '55P03') return 'lock_timeout';
+  return null;
+}
+
+/** Messages of pg and pg-pool, which carry no code. */
+const BY_MESSAGE: [RegExp, DatabaseFailure][] = [
+  [/timeout exceeded when trying to connect/i, 'saturated'],
+  [/Connection terminated due to connection timeout/i, 'unreachable'],
+  [/Query read timeout/i, 'statement_timeout'],
+  [/Connection terminated|Client has encountered a connection error|not queryable/i, 'session_ended'],
+];
+
+/** The cause when `error` means the database could not serve the request (as opposed to a query that is wrong). */
+export function databaseFailureOf(error: unknown): DatabaseFailure | null {
+  // Duck-typed: driver errors may come from another realm (worker, VM), where instanceof fails.
+  if (typeof error !== 'object' || error === null) return null;
+  const { code, message, driverError } = error as { code?: unknown; message?: unknown; driverError?: unknown };
+  if (typeof code === 'string') {
+    if (UNREACHABLE_ERRNOS.has(code)) return 'unreachable';
+    const cause = bySqlState(code);
+    if (cause) return cause;
+  }
+  if (driverError && driverError !== error) {
+    const cause = databaseFailureOf(driverError);
+    if (cause) return cause;
+  }
+  if (typeof message !== 'string') return null;
+  return BY_MESSAGE.find(([pattern]) => pattern.test(message))?.[1] ?? null;
+}
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return databaseFailureOf(error) !== null;
+}

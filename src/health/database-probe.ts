@@ -1,0 +1,64 @@
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import type { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
+
+const PROBE_TIMEOUT_MS = 2000;
+
+/**
+ * Readiness asks PostgreSQL on a connection of its own, outside the request pool: a pool drained by
+ * requests waiting on a stuck peer's lock must not make a healthy instance look down (and be taken out
+ * of a load balancer along with every other instance). One connection, kept open, opened again after
+ * a failure; concurrent checks share one round trip.
+ */
+@Injectable()
+export class DatabaseProbe implements OnModuleDestroy {
+  private client: Client | null = null;
+  private inFlight: Promise<void> | null = null;
+  private readonly url: string;
+
+  constructor(dataSource: DataSource) {
+    this.url = (dataSource.options as PostgresConnectionOptions).url as string;
+  }
+
+  /** Resolves when PostgreSQL answers; rejects with the driver's error otherwise. */
+  ping(): Promise<void> {
+    this.inFlight ??= this.roundTrip().finally(() => {
+      this.inFlight = null;
+    });
+    return this.inFlight;
+  }
+
+  private async roundTrip(): Promise<void> {
+    try {
+      this.client ??= await this.connect();
+      await this.client.query('SELECT 1');
+    } catch (error) {
+      await this.discard();
+      throw error;
+    }
+  }
+
+  private async connect(): Promise<Client> {
+    const client = new Client({
+      connectionString: this.url,
+      connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+      query_timeout: PROBE_TIMEOUT_MS,
+      application_name: 'tax-document-gateway-health',
+    });
+    // A lost connection surfaces here between checks; the next check opens a new one.
+    client.on('error', () => void this.discard());
+    await client.connect();
+    return client;
+  }
+
+  private async discard(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => undefined);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.discard();
+  }
+}

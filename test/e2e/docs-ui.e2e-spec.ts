@@ -1,0 +1,58 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Browser, chromium } from 'playwright-core';
+import { startTestApp, TestApp } from '../support/test-app';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+/** Swagger UI must keep working under the Content-Security-Policy every response carries. */
+describe('the OpenAPI UI at /docs in a real browser', () => {
+  let t: TestApp;
+  let browser: Browser;
+  let baseUrl: string;
+  let userDataDir: string;
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`This test needs Chromium at ${CHROMIUM}: apt-get update && apt-get install -y chromium`);
+    t = await startTestApp();
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    userDataDir = await mkdtemp(join(tmpdir(), 'docs-ui-chromium-'));
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+  });
+
+  it('renders the operations with no policy violation', async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(15000);
+    const violations: string[] = [];
+    await page.addInitScript(() =>
+      document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`)),
+    );
+    const scriptErrors: string[] = [];
+    page.on('pageerror', (error) => scriptErrors.push(error.message));
+    page.on('console', (message) => {
+      if (/Content Security Policy|CSP violation/i.test(message.text())) violations.push(message.text());
+    });
+    const response = await page.goto(`${baseUrl}/docs`);
+    expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    await page.locator('.swagger-ui .info .title').filter({ hasText: 'Tax Document Gateway' }).waitFor();
+    await page.locator('.opblock-summary-path', { hasText: '/api/v1/documents' }).first().waitFor();
+    await page.screenshot({ path: '/tmp/docs-ui.png' });
+    expect(violations).toEqual([]);
+    expect(scriptErrors).toEqual([]);
+    await page.close();
+  });
+});
