@@ -21,6 +21,8 @@ export interface EmbeddedPostgresOptions {
   /** Fixed port; by default a free one is picked, so a PostgreSQL already on 5432 is never in the way. */
   port?: number;
   log?: (message: string) => void;
+  /** False: a cluster that was never initialised is an error rather than created (read-only callers). */
+  create?: boolean;
 }
 
 export async function freePort(): Promise<number> {
@@ -138,7 +140,10 @@ async function initialise(layout: ClusterLayout, password: string): Promise<void
  * where it lives). The data survives restarts. A cluster that is already running is shared while its
  * owner lives, and adopted when its owner was killed, rather than fought over.
  */
-export async function startEmbeddedPostgres({ dataDir, port, log = () => undefined }: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres({ dataDir, port, log = () => undefined, create = true }: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
+  if (!create && !existsSync(join(resolve(dataDir), 'pg', 'PG_VERSION'))) {
+    throw new EmbeddedPostgresError(`There is no embedded database in DATA_DIR ${resolve(dataDir)}: point DATA_DIR at the gateway's data directory, or set DATABASE_URL`);
+  }
   await mkdir(resolve(dataDir), { recursive: true });
   const root = await realpath(dataDir);
   const password = await readOrCreatePassword(join(root, 'pg-password'));
