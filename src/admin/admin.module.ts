@@ -6,7 +6,7 @@ import { AdminApiKeysService } from './admin-api-keys.service';
 import { AdminApiController } from './admin-api.controller';
 import { AdminAuthFailureEntity } from './admin-auth-failure.entity';
 import { AdminAuthFailuresService } from './admin-auth-failures.service';
-import { AdminConsoleController } from './admin-console.controller';
+import { AdminConsoleController, RootRedirectController } from './admin-console.controller';
 import { adminTokenProvider } from './admin-token';
 import { AdminTokenGuard } from './admin-token.guard';
 import { AuditLogEntity } from './audit-log.entity';
@@ -15,7 +15,7 @@ import { ConsoleAssets } from './console-assets';
 
 @Module({
   imports: [AuthModule, WebhooksModule, TypeOrmModule.forFeature([AuditLogEntity, AdminAuthFailureEntity])],
-  controllers: [AdminConsoleController, AdminApiController],
+  controllers: [AdminConsoleController, RootRedirectController, AdminApiController],
   providers: [adminTokenProvider, AdminTokenGuard, AdminAuthFailuresService, AdminApiKeysService, AuditLogService, ConsoleAssets],
 })
 export class AdminModule {}

@@ -17,6 +17,12 @@ describe('admin REST endpoints (CONTRACT §4)', () => {
   });
   afterAll(() => t.close());
 
+  it('GET / sends a person to the admin console, without needing a token', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/' });
+    expect(res.statusCode).toBe(302);
+    expect(res.headers.location).toBe('/admin');
+  });
+
   describe('admin token', () => {
     const endpoints: Array<['GET' | 'POST', string]> = [
       ['POST', '/admin/api-keys'],
