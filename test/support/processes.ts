@@ -14,8 +14,8 @@ export interface Spawned {
   closed: Promise<number | string>;
 }
 
-export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Spawned {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let stdout = '';
   child.stdout!.on('data', (chunk: Buffer) => {
