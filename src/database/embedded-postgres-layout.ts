@@ -84,6 +84,8 @@ async function rootClusterDir(dataDir: string, user: PostgresUser): Promise<stri
     ? await readlink(link)
     : join(ROOT_CLUSTERS_HOME, createHash('sha256').update(dataDir).digest('hex').slice(0, 16), 'pg');
   const home = dirname(clusterDir);
+  // A link the operator made elsewhere is theirs to prepare: never change the owner of a directory we did not create.
+  if (dirname(home) !== ROOT_CLUSTERS_HOME) return clusterDir;
   await mkdir(home, { recursive: true, mode: 0o700 });
   await chown(home, user.uid, user.gid);
   await chmod(home, 0o700);

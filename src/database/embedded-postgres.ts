@@ -84,7 +84,7 @@ function runToEnd(binary: string, args: string[], layout: ClusterLayout): Promis
     let output = '';
     child.stderr.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
     child.once('error', (error) => reject(cannotRun(binary, error)));
-    child.once('close', (code) => (code === 0 ? resolveRun() : reject(new EmbeddedPostgresError(`${basename(binary)} failed (exit ${code}): ${lastLine(output)}`))));
+    child.once('close', (code) => (code === 0 ? resolveRun() : reject(new EmbeddedPostgresError(`${basename(binary)} failed (exit ${code}): ${lastLine(output)}${asUser(layout)}`))));
   });
 }
 
@@ -103,8 +103,13 @@ function spawnPostmaster(layout: ClusterLayout, port: number): Promise<ChildProc
       if (output.includes('database system is ready to accept connections')) resolveStart(child);
     });
     child.once('error', (error) => reject(cannotRun(binary, error)));
-    child.once('exit', (code) => reject(new EmbeddedPostgresError(`PostgreSQL stopped while starting (exit ${code}): ${lastLine(output)}`)));
+    child.once('exit', (code) => reject(new EmbeddedPostgresError(`PostgreSQL stopped while starting (exit ${code}): ${lastLine(output)}${asUser(layout)}`)));
   });
+}
+
+/** As root, most failures are the postgres user being kept out of a directory: say so. */
+function asUser(layout: ClusterLayout): string {
+  return layout.runAs ? ` (PostgreSQL runs as the postgres user, which must be able to enter every directory above ${layout.clusterDir})` : '';
 }
 
 function lastLine(output: string): string {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { removeDataDir, ROOT_CLUSTERS_HOME } from '../../src/database/embedded-postgres-layout';
+import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
 import { ROOT, Spawned, spawnNode, waitFor } from '../support/processes';
 
 const asRoot = process.getuid?.() === 0;
@@ -73,6 +74,16 @@ const asRoot = process.getuid?.() === 0;
     const admin = (at: string, method: string, path: string, body?: object) =>
       fetch(`${at}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
     expect((await admin(base, 'POST', '/admin/api-keys', { source: 'first-start' })).status).toBe(201);
+    // The README's webhook example signs with the generated secret, read from its file.
+    const timestamp = new Date().toISOString();
+    const body = JSON.stringify({ eventId: 'evt-first-start', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'PAY-NONE' });
+    const signature = signWebhook(secret, timestamp, body);
+    const delivery = await fetch(`${base}${BANK_WEBHOOK_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signature },
+      body,
+    });
+    expect(delivery.status).toBe(200);
 
     // The cluster lives where the postgres user can reach it, DATA_DIR/pg points there, and the
     // operator's directories kept their permissions.
@@ -102,6 +113,22 @@ const asRoot = process.getuid?.() === 0;
     expect((await readFile(tokenFile, 'utf8')).trim()).toBe(token);
     expect(gateway!.stdout()).toContain('  Bank webhook secret  set, from BANK_WEBHOOK_SECRET');
     await stop();
+  });
+
+  it('fails at once with one clear line when the postgres user cannot reach the cluster directory', async () => {
+    // DATA_DIR/pg pointing into the 0700 directory: exactly what the postgres user cannot enter.
+    const dataDir = join(home, 'unreachable');
+    await mkdir(dataDir);
+    await mkdir(join(home, 'locked'));
+    await symlink(join(home, 'locked', 'pg'), join(dataDir, 'pg'));
+    const failing = spawnNode([join('dist', 'main.js')], { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' }, clone);
+    expect(await failing.closed).toBe(1);
+    const fatal = failing.output().split('\n').filter((line) => line.includes('Start-up failed'));
+    expect(fatal).toHaveLength(1);
+    expect(JSON.parse(fatal[0]).err.message).toMatch(
+      new RegExp(`^initdb failed \\(exit 1\\): .*${join(home, 'locked')}.*Permission denied.* \\(PostgreSQL runs as the postgres user, which must be able to enter every directory above`),
+    );
+    expect(failing.output()).not.toMatch(/Unhandled|\n\s+at /);
   });
 
   it('runs the test cluster (test/support/embedded-cluster.ts) from there', async () => {
