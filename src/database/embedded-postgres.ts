@@ -154,7 +154,7 @@ export async function startEmbeddedPostgres({ dataDir, port, log = () => undefin
   const password = await readOrCreatePassword(join(root, 'pg-password'));
   const url = (p: number) => `postgres://postgres:${password}@127.0.0.1:${p}/${EMBEDDED_DATABASE_NAME}`;
   const layout = await clusterLayout(root);
-  if (layout.runAs) {
+  if (layout.clusterDir !== join(root, 'pg')) {
     log(`Running as root: the embedded PostgreSQL runs as user postgres in ${dirname(layout.clusterDir)} (${join(root, 'pg')} links there)`);
   }
 
