@@ -47,12 +47,9 @@ const asRoot = process.getuid?.() === 0;
   const start = async (): Promise<string> => {
     gateway = spawnNode([join('dist', 'main.js')], { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }, clone);
     const running = gateway;
-    return waitFor(
-      async () =>
-        /is ready on (http:\/\/\S+)/.exec(running.stdout())?.[1] ??
-        (running.child.exitCode !== null ? Promise.reject(new Error(running.output())) : undefined),
-      'the start-up banner',
-    );
+    const base = await waitFor(async () => /is ready on (http:\/\/\S+)/.exec(running.stdout())?.[1] ?? (running.child.exitCode !== null && 'exited'), 'the start-up banner');
+    if (base === 'exited') throw new Error(`the gateway failed to start: ${running.output()}`);
+    return base;
   };
   const stop = async () => {
     gateway!.child.kill('SIGTERM');
@@ -133,10 +130,8 @@ const asRoot = process.getuid?.() === 0;
 
   it('runs the test cluster (test/support/embedded-cluster.ts) from there', async () => {
     const cluster = spawnNode(['-r', 'ts-node/register/transpile-only', 'test/support/embedded-cluster.ts', join(home, 'test-cluster')], {}, clone);
-    const url = await waitFor(
-      async () => /READY (\S+)/.exec(cluster.stdout())?.[1] ?? (cluster.child.exitCode !== null ? Promise.reject(new Error(cluster.output())) : undefined),
-      'the test cluster',
-    );
+    const url = await waitFor(async () => /READY (\S+)/.exec(cluster.stdout())?.[1] ?? (cluster.child.exitCode !== null && 'exited'), 'the test cluster');
+    expect(url).not.toBe('exited');
     const client = new Client({ connectionString: url });
     await client.connect();
     const { rows } = await client.query('SELECT current_user AS user');

@@ -43,10 +43,9 @@ export async function startClusterProcess(dataDir: string, port?: number): Promi
   const args = ['-r', 'ts-node/register/transpile-only', 'test/support/embedded-cluster.ts', dataDir];
   if (port) args.push(String(port));
   const spawned = spawnNode(args);
-  const url = await waitFor(
-    async () => /READY (\S+)/.exec(spawned.output())?.[1] ?? (spawned.child.exitCode !== null ? Promise.reject(new Error(spawned.output())) : undefined),
-    'embedded cluster',
-  );
+  // waitFor retries past a failing probe, so an early exit is a value here, turned into the error at once.
+  const url = await waitFor(async () => /READY (\S+)/.exec(spawned.output())?.[1] ?? (spawned.child.exitCode !== null && 'exited'), 'embedded cluster');
+  if (url === 'exited') throw new Error(`the embedded cluster process failed: ${spawned.output().trim()}`);
   return {
     url,
     process: spawned,
