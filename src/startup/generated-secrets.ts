@@ -15,11 +15,14 @@ export const ADMIN_TOKEN_FILE = 'admin-token';
 export const WEBHOOK_SECRET_FILE = 'bank-webhook-secret';
 
 async function readOrCreate(file: string): Promise<string> {
-  const existing = await readFile(file, 'utf8').catch(() => '');
-  if (existing.trim().length >= 16) return existing.trim();
+  const existing = await readFile(file, 'utf8').catch(() => null);
+  if (existing?.trim()) return existing.trim();
   const secret = randomBytes(32).toString('base64url');
-  // 'wx' fails if another instance created it meanwhile: then theirs is the one to use.
-  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' }).catch(() => undefined);
+  // 'wx' fails if another instance created it meanwhile: then theirs is the one both use. An empty
+  // file (truncated by hand) is replaced.
+  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: existing === null ? 'wx' : 'w' }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
   return (await readFile(file, 'utf8')).trim();
 }
 
