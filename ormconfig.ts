@@ -3,12 +3,14 @@ import { DataSource } from 'typeorm';
 import { loadConfig } from './src/config/app-config';
 import { locateDatabase } from './src/database/database-location';
 import { buildDataSourceOptions } from './src/database/typeorm-options';
+import { loadEnvFile } from './src/startup/env-file';
 
 /**
  * The TypeORM CLI's data source (`npm run migration:generate -- src/database/migrations/Name`), built
  * by the same options builder as the application. Without DATABASE_URL it uses the embedded cluster.
  */
 export default (async () => {
+  loadEnvFile();
   const { url } = await locateDatabase(loadConfig());
   return new DataSource(buildDataSourceOptions({ url }));
 })();

@@ -9,11 +9,12 @@
 import 'reflect-metadata';
 import autocannon from 'autocannon';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgres';
+import { removeDataDir } from '../src/database/embedded-postgres-layout';
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { documentBody } from '../test/support/factories';
 
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
     gateway.kill('SIGTERM');
     await new Promise((r) => gateway.once('exit', r));
     await embedded?.stop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    if (dataDir) await removeDataDir(dataDir);
   }
 }
 

@@ -1,11 +1,11 @@
 import helmet from '@fastify/helmet';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
 import { answerClientError, answerFrameworkError } from './common/http-layer-errors';
 import { registerJsonBodyParser } from './common/json-body-parser';
+import { AppLogger } from './logging/app-logger';
 import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi/setup-openapi';
 import { BANK_WEBHOOK_PATH } from './webhooks/webhook-signature';
@@ -56,7 +56,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
     bufferLogs: true,
     abortOnError: false,
   });
-  app.useLogger(app.get(Logger));
+  app.useLogger(app.get(AppLogger));
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
   fastify.server.maxConnections = config.HTTP_MAX_CONNECTIONS;

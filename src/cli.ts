@@ -4,6 +4,8 @@ import { openOperatorDatabase, OperatorError } from './cli/operator-database';
 import { AppError } from './common/app-error';
 import { isDatabaseUnavailable } from './common/database-failure';
 import { ConfigValidationError, loadConfig } from './config/app-config';
+import { EmbeddedPostgresError } from './database/embedded-postgres-layout';
+import { loadEnvFile } from './startup/env-file';
 
 /**
  * Operator CLI for bootstrap and break-glass key management without HTTP:
@@ -15,7 +17,7 @@ const err = (text: string) => process.stderr.write(`${text}\n`);
 
 function describe(error: unknown): string {
   if (error instanceof ConfigValidationError) return error.message;
-  if (error instanceof AppError || error instanceof OperatorError) return `error: ${error.message}`;
+  if (error instanceof AppError || error instanceof OperatorError || error instanceof EmbeddedPostgresError) return `error: ${error.message}`;
   if (isDatabaseUnavailable(error)) {
     const code = (error as { code?: unknown }).code;
     return `error: the database could not be reached${typeof code === 'string' ? ` (${code})` : ''}; check DATABASE_URL or DATA_DIR`;
@@ -29,7 +31,9 @@ async function main(argv: string[]): Promise<number> {
     out(USAGE);
     return 0;
   }
-  const database = await openOperatorDatabase(loadConfig(process.env), err);
+  loadEnvFile();
+  // Only `create` has a reason to start from an empty database (the first key of a new install).
+  const database = await openOperatorDatabase(loadConfig(process.env), err, { create: command.name === 'create' });
   try {
     await runCommand(command, database.admin, out);
   } finally {

@@ -1,10 +1,16 @@
 import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createApp } from './app.factory';
 import { AppConfig, ConfigValidationError, loadConfig } from './config/app-config';
 import { locateDatabase } from './database/database-location';
+import { startupBanner } from './startup/banner';
+import { loadEnvFile } from './startup/env-file';
+import { resolveStartupSecrets } from './startup/generated-secrets';
 
-let log = pino();
+// One ordered stream for every logger of the process and the start-up banner.
+const output = pino.destination(1);
+let log = pino(output);
 
 function configOrExit(): AppConfig {
   try {
@@ -20,15 +26,22 @@ function configOrExit(): AppConfig {
 }
 
 async function bootstrap(): Promise<void> {
+  loadEnvFile();
   const config = configOrExit();
-  log = pino({ level: config.LOG_LEVEL });
-  const database = await locateDatabase(config, (message) => log.info(message));
-  const app = await createApp({ config, databaseUrl: database.url }).catch(async (error) => {
+  log = pino({ level: config.LOG_LEVEL }, output);
+  const secrets = await resolveStartupSecrets(config);
+  const database = await locateDatabase(config, { log: (message) => log.info(message) });
+  log.info(`Database: ${database.description}`);
+  const app = await createApp({ config, databaseUrl: database.url, logDestination: output }).catch(async (error) => {
     await database.release();
     throw error;
   });
   await app.listen({ port: config.PORT, host: config.HOST });
-  log.info({ port: config.PORT, host: config.HOST, embeddedDatabase: database.embedded }, 'Tax Document Gateway listening');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  log.info({ port, host: config.HOST, embeddedDatabase: database.embedded }, 'Tax Document Gateway listening');
+  // Plain text for the person who just ran `npm start`, through the loggers' stream so that it comes
+  // after everything they wrote: the last thing on screen.
+  output.write(`${startupBanner(config, port, secrets)}\n`);
 
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {

@@ -1,4 +1,4 @@
-import { applyDecorators, Controller, Get, Header } from '@nestjs/common';
+import { applyDecorators, Controller, Get, Header, Redirect } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { ConsoleAssets } from './console-assets';
 
@@ -56,4 +56,13 @@ export class AdminConsoleController {
   stylesheet(): string {
     return this.assets.stylesheet;
   }
+}
+
+/** The gateway's root has nothing of its own: a person who opens it wants the console. */
+@ApiExcludeController()
+@Controller()
+export class RootRedirectController {
+  @Get()
+  @Redirect('/admin', 302)
+  root(): void {}
 }

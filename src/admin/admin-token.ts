@@ -4,17 +4,17 @@ import { AppConfig } from '../config/app-config';
 
 export const ADMIN_TOKEN = Symbol('ADMIN_TOKEN');
 
-/** ADMIN_TOKEN, or one made for this process and printed once so an operator can sign in. */
+/**
+ * ADMIN_TOKEN (the gateway's start-up fills it from DATA_DIR when unset), or, for an app built without
+ * one, a token nobody knows: the admin endpoints then stay closed.
+ */
 export const adminTokenProvider: Provider = {
   provide: ADMIN_TOKEN,
   inject: [AppConfig],
   useFactory: (config: AppConfig): string => {
     if (config.ADMIN_TOKEN) return config.ADMIN_TOKEN;
-    const token = randomBytes(32).toString('base64url');
-    // Deliberately the one secret ever written out: there is no other way to hand it to the operator.
-    process.stdout.write(`\nADMIN_TOKEN is not set; this process generated one (valid until it stops):\n\n  ${token}\n\n`);
-    new Logger('Admin').warn('ADMIN_TOKEN is not set: a token was generated and printed once; set ADMIN_TOKEN to keep one across restarts and instances');
-    return token;
+    new Logger('Admin').warn('ADMIN_TOKEN is not set: the admin endpoints accept no token');
+    return randomBytes(32).toString('base64url');
   },
 };
 

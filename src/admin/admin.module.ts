@@ -4,7 +4,7 @@ import { WebhooksModule } from '../webhooks/webhooks.module';
 import { AdminApiKeysService } from './admin-api-keys.service';
 import { AdminApiController } from './admin-api.controller';
 import { AdminAuthFailuresService } from './admin-auth-failures.service';
-import { AdminConsoleController } from './admin-console.controller';
+import { AdminConsoleController, RootRedirectController } from './admin-console.controller';
 import { adminTokenProvider } from './admin-token';
 import { AdminTokenGuard } from './admin-token.guard';
 import { AuditLogService } from './audit-log.service';
@@ -12,7 +12,7 @@ import { ConsoleAssets } from './console-assets';
 
 @Module({
   imports: [AuthModule, WebhooksModule],
-  controllers: [AdminConsoleController, AdminApiController],
+  controllers: [AdminConsoleController, RootRedirectController, AdminApiController],
   providers: [adminTokenProvider, AdminTokenGuard, AdminAuthFailuresService, AdminApiKeysService, AuditLogService, ConsoleAssets],
 })
 export class AdminModule {}

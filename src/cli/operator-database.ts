@@ -18,11 +18,18 @@ export class OperatorError extends Error {}
 /**
  * The database the gateway would use (DATABASE_URL, else the embedded cluster under DATA_DIR; one a
  * running gateway owns is shared and left running), with the schema brought up to date the way the
- * gateway does it at start. The services are wired by hand rather than through a Nest context: three
+ * gateway does it at start. Only a command that writes (`create: true`) may initialise a new embedded
+ * cluster; reading from one that does not exist is an error, not an empty answer. The services are wired by hand rather than through a Nest context: three
  * constructors, no bootstrap logging, no retry loop, and a database that is down fails at once.
  */
-export async function openOperatorDatabase(config: AppConfig, notice: (line: string) => void): Promise<OperatorDatabase> {
-  const database = await locateDatabase(config);
+export async function openOperatorDatabase(
+  config: AppConfig,
+  notice: (line: string) => void,
+  { create }: { create: boolean },
+): Promise<OperatorDatabase> {
+  const database = await locateDatabase(config, { create });
+  // On stderr with the other diagnostics: an operator with the wrong DATA_DIR sees it at once.
+  notice(`Using ${database.description}`);
   const dataSource = new DataSource(buildDataSourceOptions({ url: database.url, poolSize: 2 }));
   const close = async () => {
     if (dataSource.isInitialized) await dataSource.destroy();

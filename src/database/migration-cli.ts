@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { ConfigValidationError, loadConfig } from '../config/app-config';
+import { loadEnvFile } from '../startup/env-file';
 import { locateDatabase } from './database-location';
 import { revertLastMigration, runMigrations } from './migrations-runner';
 import { buildDataSourceOptions } from './typeorm-options';
@@ -11,6 +12,7 @@ import { buildDataSourceOptions } from './typeorm-options';
  */
 async function main(command: string | undefined): Promise<void> {
   if (command !== 'run' && command !== 'revert') throw new Error('usage: migration-cli run|revert');
+  loadEnvFile();
   const config = loadConfig();
   const database = await locateDatabase(config);
   const dataSource = await new DataSource(buildDataSourceOptions({ url: database.url })).initialize();

@@ -3,6 +3,7 @@ import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import type { Options } from 'pino-http';
 import { AppConfig } from '../config/app-config';
+import { AppLogger } from './app-logger';
 
 /** Headers that carry secrets; they are censored even if the serializers below are ever loosened. */
 export const REDACTED_PATHS = [
@@ -48,6 +49,8 @@ export class LoggingModule {
     return {
       module: LoggingModule,
       imports: [LoggerModule.forRoot({ pinoHttp: destination ? [options, destination] : options })],
+      providers: [AppLogger],
+      exports: [AppLogger],
     };
   }
 }

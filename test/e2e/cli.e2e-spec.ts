@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, realpath } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashApiKey } from '../../src/auth/api-key-format';
 import { freePort } from '../../src/database/embedded-postgres';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout';
+import { Client } from 'pg';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { ROOT, Spawned, spawnNode, startGateway, waitFor } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
@@ -167,6 +169,44 @@ describe('operator CLI (node dist/cli.js)', () => {
     });
   });
 
+  describe('with the PG* variables (DATABASE_URL unset)', () => {
+    // Characters that a URL would need encoded: the variables take the password as it is.
+    const password = "p@ss:w/o?r#d% 'x'";
+    const role = `gw_pg_${randomUUID().slice(0, 8)}`;
+    let databaseUrl: string;
+
+    beforeAll(async () => {
+      databaseUrl = await createTestDatabase();
+      const client = new Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`CREATE ROLE ${role} LOGIN PASSWORD ${client.escapeLiteral(password)}`);
+      await client.query(`GRANT ALL ON SCHEMA public TO ${role}`);
+      await client.end();
+    });
+    afterAll(async () => {
+      await dropTestDatabase(databaseUrl);
+      const client = new Client({ connectionString: databaseUrl.replace(/\/[^/]*$/, '/postgres') });
+      await client.connect();
+      await client.query(`DROP ROLE IF EXISTS ${role}`);
+      await client.end();
+    });
+
+    it('connects with PGHOST, PGPORT, PGUSER, PGPASSWORD and PGDATABASE, and says so', async () => {
+      const url = new URL(databaseUrl);
+      const database = url.pathname.slice(1);
+      const env = { DATABASE_URL: '', PGHOST: url.hostname, PGPORT: url.port, PGUSER: role, PGPASSWORD: password, PGDATABASE: database };
+      const run = await cli(['api-keys', 'create', '--source', 'pg-variables'], env);
+      expect(run.output).toContain(`Using PostgreSQL at ${url.hostname}:${url.port}/${database} (PGHOST and the other PG* variables)`);
+      expect(run.code).toBe(0);
+      expect(run.output).not.toContain(password);
+      const owner = new Client({ connectionString: databaseUrl });
+      await owner.connect();
+      const { rows } = await owner.query('SELECT source FROM api_keys');
+      await owner.end();
+      expect(rows).toEqual([{ source: 'pg-variables' }]);
+    });
+  });
+
   describe('with the embedded PostgreSQL under DATA_DIR', () => {
     let dataDir: string;
     let gateway: Spawned | undefined;
@@ -185,7 +225,7 @@ describe('operator CLI (node dist/cli.js)', () => {
     });
     afterAll(async () => {
       if (gateway?.child.exitCode === null) gateway.child.kill('SIGKILL');
-      await rm(dataDir, { recursive: true, force: true });
+      await removeDataDir(dataDir);
     });
 
     it("shares a running gateway's cluster without stopping it, and otherwise starts and stops its own", async () => {
@@ -210,7 +250,18 @@ describe('operator CLI (node dist/cli.js)', () => {
       const list = await cli(['api-keys', 'list'], env);
       expect(list.code).toBe(0);
       expect(list.stdout).toContain(`${key.slice(0, 12)}…${key.slice(-4)}`);
+      expect(list.output).toContain(`Using the embedded PostgreSQL of DATA_DIR ${await realpath(dataDir)}`);
       expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+    });
+
+    it('refuses to read from a DATA_DIR that has no database, creating nothing there', async () => {
+      const wrong = join(dataDir, 'not-the-gateways');
+      const run = await cli(['api-keys', 'list'], { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: wrong });
+      expect(run.code).toBe(1);
+      expect(run.output.trim()).toBe(
+        `error: There is no embedded database in DATA_DIR ${wrong}: point DATA_DIR at the gateway's data directory, or set DATABASE_URL`,
+      );
+      expect(existsSync(wrong)).toBe(false);
     });
   });
 });

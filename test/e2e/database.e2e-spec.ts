@@ -1,8 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { freePort } from '../../src/database/embedded-postgres';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner';
 import { buildDataSourceOptions } from '../../src/database/typeorm-options';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
@@ -25,7 +26,7 @@ describe('database', () => {
     afterAll(async () => {
       await t.close();
       await cluster.stop();
-      await rm(dataDir, { recursive: true, force: true });
+      await removeDataDir(dataDir);
     });
 
     it('answers 200, then 503 SERVICE_UNAVAILABLE with Retry-After while stopped, then 200 again', async () => {

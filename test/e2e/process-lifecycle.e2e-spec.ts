@@ -1,9 +1,10 @@
 import { readFileSync, existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from '../../src/database/embedded-postgres';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { documentBody, newIdempotencyKey } from '../support/factories';
 import { Spawned, startGateway, waitFor } from '../support/processes';
@@ -122,7 +123,7 @@ describe('the gateway process', () => {
     beforeAll(async () => {
       dataDir = await mkdtemp(join(tmpdir(), 'gateway-embedded-'));
     });
-    afterAll(() => rm(dataDir, { recursive: true, force: true }));
+    afterAll(() => removeDataDir(dataDir));
 
     it('starts a real cluster, keeps data across a restart and a SIGKILL, and stops the cluster on SIGTERM', async () => {
       const env = { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: dataDir, HOST: '127.0.0.1' };

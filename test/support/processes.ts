@@ -14,8 +14,8 @@ export interface Spawned {
   closed: Promise<number | string>;
 }
 
-export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Spawned {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let stdout = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -43,10 +43,9 @@ export async function startClusterProcess(dataDir: string, port?: number): Promi
   const args = ['-r', 'ts-node/register/transpile-only', 'test/support/embedded-cluster.ts', dataDir];
   if (port) args.push(String(port));
   const spawned = spawnNode(args);
-  const url = await waitFor(
-    async () => /READY (\S+)/.exec(spawned.output())?.[1] ?? (spawned.child.exitCode !== null ? Promise.reject(new Error(spawned.output())) : undefined),
-    'embedded cluster',
-  );
+  // waitFor retries past a failing probe, so an early exit is a value here, turned into the error at once.
+  const url = await waitFor(async () => /READY (\S+)/.exec(spawned.output())?.[1] ?? (spawned.child.exitCode !== null && 'exited'), 'embedded cluster');
+  if (url === 'exited') throw new Error(`the embedded cluster process failed: ${spawned.output().trim()}`);
   return {
     url,
     process: spawned,

@@ -117,7 +117,7 @@ function showFailure(error, box, form) {
   }
   const message = error.status === 429 ? rateLimitMessage(error) : error.message;
   const items = (error.errors ?? []).map((e) =>
-    el('li', {}, `${FIELD_LABELS[e.field] ?? e.field}: ${e.message}`),
+    el('li', { 'data-field': e.field }, `${FIELD_LABELS[e.field] ?? e.field}: ${e.message}`),
   );
   box.replaceChildren(el('p', {}, message), items.length ? el('ul', {}, items) : null);
   box.hidden = false;
@@ -130,6 +130,17 @@ function markInvalid(form, errors) {
     if (invalid.has(input.name)) input.setAttribute('aria-invalid', 'true');
     else input.removeAttribute('aria-invalid');
   }
+}
+
+/** Editing a field the gateway refused takes back that field's error, and the box once none is left. */
+function clearFixedField(form, box) {
+  form.addEventListener('input', (event) => {
+    const input = event.target;
+    if (input.getAttribute('aria-invalid') !== 'true') return;
+    input.removeAttribute('aria-invalid');
+    box.querySelector(`li[data-field="${CSS.escape(input.name)}"]`)?.remove();
+    if (!form.querySelector('[aria-invalid="true"]')) hide(box);
+  });
 }
 
 function notify(message, kind = 'success') {
@@ -192,10 +203,16 @@ async function loadAll() {
   renderWebhookEvents(webhookEvents.data);
 }
 
+/** One request decides whether the token is good, so a wrong one counts once against the lockout. */
+async function loadWithToken() {
+  await api('GET', '/admin/audit-log?limit=1');
+  await loadAll();
+}
+
 /** Reloads after a change; a failure here must not hide that the change itself went through. */
-async function reload() {
+async function reload(load = loadAll) {
   try {
-    await loadAll();
+    await load();
   } catch (error) {
     if (error.status === 401) showFailure(error);
     else notify(`The lists could not be refreshed: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
@@ -217,7 +234,7 @@ $('sign-in-form').addEventListener('submit', async (event) => {
   setBusy(button, true);
   token = value;
   try {
-    await loadAll();
+    await loadWithToken();
     sessionStorage.setItem(TOKEN_STORAGE_KEY, value);
     input.value = '';
     hide(box);
@@ -269,7 +286,12 @@ function actionButton(action, text, key, extraClass = '') {
 }
 
 function keyRow(key) {
-  const actions = key.status === 'ACTIVE' ? [actionButton('rotate', 'Rotate', key), actionButton('revoke', 'Revoke', key, 'button-danger-outline')] : [];
+  // A rotated key (active until its grace period ends) already has its successor: it can only be revoked.
+  const rotatable = key.status === 'ACTIVE' && !key.revokedAt;
+  const actions = [
+    rotatable ? actionButton('rotate', 'Rotate', key) : null,
+    key.status === 'ACTIVE' ? actionButton('revoke', 'Revoke', key, 'button-danger-outline') : null,
+  ];
   return el(
     'tr',
     { 'data-testid': 'key-row', 'data-key-id': key.id },
@@ -286,7 +308,7 @@ function keyRow(key) {
 function renderSourceOptions(sources) {
   const select = $('filter-source');
   const selected = sources.includes(select.value) ? select.value : '';
-  select.replaceChildren(el('option', { value: '' }, 'All sources'), sources.map((s) => el('option', { value: s }, s)));
+  select.replaceChildren(el('option', { value: '' }, 'All sources'), ...sources.map((s) => el('option', { value: s }, s)));
   select.value = selected;
   $('known-sources').replaceChildren(...sources.map((s) => el('option', { value: s })));
 }
@@ -365,6 +387,8 @@ function issueBody(form) {
   }
   return body;
 }
+
+clearFixedField($('issue-form'), $('issue-error'));
 
 $('issue-form').addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -482,6 +506,8 @@ $('revoke-form').addEventListener('submit', async (event) => {
   }
 });
 
+clearFixedField($('rotate-form'), $('rotate-error'));
+
 $('rotate-form').addEventListener('submit', async (event) => {
   event.preventDefault();
   const key = dialogKey;
@@ -503,6 +529,12 @@ $('rotate-form').addEventListener('submit', async (event) => {
 // Audit log
 // ---------------------------------------------------------------------------------------------------
 
+/** The key's prefix (as in the keys table, when the key is listed) beside its id. */
+function auditKey(keyId) {
+  const key = keys.find((k) => k.id === keyId);
+  return [key ? el('code', { class: 'key-label', 'data-testid': 'audit-key-label' }, keyLabel(key)) : null, ' ', el('code', { class: 'key-id' }, keyId)];
+}
+
 function renderAudit(entries) {
   $('audit-body').replaceChildren(
     ...entries.map((entry) =>
@@ -511,7 +543,7 @@ function renderAudit(entries) {
         { 'data-testid': 'audit-row', 'data-action': entry.action, 'data-key-id': entry.keyId ?? '' },
         el('td', {}, timeEl(entry.createdAt)),
         el('td', {}, el('span', { class: 'action' }, entry.action)),
-        el('td', {}, entry.keyId ? el('code', { class: 'key-id' }, entry.keyId) : muted('—')),
+        el('td', {}, entry.keyId ? auditKey(entry.keyId) : muted('—')),
         el('td', {}, entry.source ?? muted('—')),
         el('td', {}, entry.remoteAddress),
       ),
@@ -560,7 +592,7 @@ $('filter-outcome').addEventListener('change', async () => {
 
 if (token) {
   showConsole();
-  reload();
+  reload(loadWithToken);
 } else {
   $('token').focus();
 }

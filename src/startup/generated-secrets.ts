@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { AppConfig } from '../config/app-config';
+
+/** Where a secret came from: the environment, or a file under DATA_DIR made on first start. */
+export type SecretSource = { variable: string } | { file: string };
+
+export interface StartupSecrets {
+  adminToken: SecretSource;
+  webhookSecret: SecretSource;
+}
+
+export const ADMIN_TOKEN_FILE = 'admin-token';
+export const WEBHOOK_SECRET_FILE = 'bank-webhook-secret';
+
+async function readOrCreate(file: string): Promise<string> {
+  const existing = await readFile(file, 'utf8').catch(() => null);
+  if (existing?.trim()) return existing.trim();
+  const secret = randomBytes(32).toString('base64url');
+  // 'wx' fails if another instance created it meanwhile: then theirs is the one both use. An empty
+  // file (truncated by hand) is replaced.
+  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: existing === null ? 'wx' : 'w' }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
+  return (await readFile(file, 'utf8')).trim();
+}
+
+/**
+ * ADMIN_TOKEN and BANK_WEBHOOK_SECRET when set; otherwise each is generated once into DATA_DIR (mode
+ * 0600) and reused on every restart, so a restart never signs the administrator out and the
+ * README's examples can read them from there. Fills `config` in place.
+ */
+export async function resolveStartupSecrets(config: AppConfig): Promise<StartupSecrets> {
+  const dataDir = resolve(config.DATA_DIR);
+  await mkdir(dataDir, { recursive: true });
+  const source = async (variable: 'ADMIN_TOKEN' | 'BANK_WEBHOOK_SECRET', name: string): Promise<SecretSource> => {
+    if (config[variable]) return { variable };
+    const file = join(dataDir, name);
+    config[variable] = await readOrCreate(file);
+    return { file };
+  };
+  return { adminToken: await source('ADMIN_TOKEN', ADMIN_TOKEN_FILE), webhookSecret: await source('BANK_WEBHOOK_SECRET', WEBHOOK_SECRET_FILE) };
+}

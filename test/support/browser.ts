@@ -1,0 +1,38 @@
+import { accessSync, constants, existsSync, readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+const ON_PATH = ['chromium', 'chromium-browser', 'google-chrome'];
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Chromium as Playwright installs it (`npx playwright install chromium`), newest build first. */
+function playwrightCache(): string | undefined {
+  const cache = process.env.PLAYWRIGHT_BROWSERS_PATH || join(homedir(), '.cache', 'ms-playwright');
+  if (!existsSync(cache)) return undefined;
+  const builds = readdirSync(cache).filter((d) => /^chromium-\d+$/.test(d)).sort((a, b) => Number(b.slice(9)) - Number(a.slice(9)));
+  return builds
+    .flatMap((build) => ['chrome-linux64/chrome', 'chrome-linux/chrome', 'chrome-mac/Chromium.app/Contents/MacOS/Chromium'].map((p) => join(cache, build, p)))
+    .find(executable);
+}
+
+/** A Chromium for the console test: CHROME_PATH, then chromium / chromium-browser / google-chrome on PATH, then Playwright's cache. */
+export function findChromium(): string | undefined {
+  if (process.env.CHROME_PATH) return process.env.CHROME_PATH;
+  const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
+  for (const name of ON_PATH) {
+    const found = dirs.map((dir) => join(dir, name)).find(executable);
+    if (found) return found;
+  }
+  return playwrightCache();
+}
+
+export const HOW_TO_GET_CHROMIUM =
+  'install one (Debian/Ubuntu: apt-get install chromium; or npx playwright install chromium) or set CHROME_PATH to a Chrome/Chromium executable';
