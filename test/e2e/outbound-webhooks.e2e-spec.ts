@@ -320,3 +320,53 @@ describe('push notifications (CONTRACT §2.6)', () => {
     });
   });
 });
+
+describe('push notifications to non-public addresses (OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=false)', () => {
+  let t: TestApp;
+  let hook: WebhookReceiver;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'false' } });
+    hook = await new WebhookReceiver().start();
+  });
+  afterAll(async () => {
+    await hook.stop();
+    await t.close();
+  });
+
+  it.each([
+    ['https://127.0.0.1/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://localhost/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://10.1.2.3/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://169.254.169.254/latest/meta-data', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://[::1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://[::ffff:127.0.0.1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['http://93.184.216.34/hooks', 'must be an https:// URL'],
+  ])('refuses %s at creation with 422', async (url, message) => {
+    const key = await newSourceWithKey(t.app);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/webhook-endpoints',
+      headers: { 'x-api-key': key.key, 'x-idempotency-key': newIdempotencyKey() },
+      payload: { url },
+    });
+    expect([res.statusCode, res.json().errors]).toEqual([422, [{ field: 'url', message }]]);
+    expect((await t.db.query('SELECT count(*)::int AS n FROM webhook_endpoints WHERE source = $1', [key.source])).rows[0].n).toBe(0);
+  });
+
+  it('refuses at delivery time the address actually connected to, for a literal address and for a name that resolves to one', async () => {
+    const key = await newSourceWithKey(t.app);
+    // As if registered while the name still resolved to a public address (DNS rebinding), or written by an older version.
+    const urls = [hook.url, hook.url.replace('127.0.0.1', 'localhost')];
+    for (const url of urls) {
+      await t.db.query(`INSERT INTO webhook_endpoints (source, url, event_types, secret) VALUES ($1, $2, '{document.created}', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0')`, [key.source, url]);
+    }
+    await postDocument(t.app, key.key, documentBody(key.source));
+    const errors = await waitFor(async () => {
+      const { rows } = await t.db.query(`SELECT last_error FROM outbound_deliveries WHERE source = $1 AND attempts > 0`, [key.source]);
+      return rows.length === 2 && rows.map((r) => r.last_error);
+    }, 'both attempts');
+    expect(errors).toEqual(['blocked_address', 'blocked_address']);
+    expect(hook.messages).toHaveLength(0);
+  });
+});

@@ -8,7 +8,7 @@ export interface ReceivedMessage {
 }
 
 /** Decides the answer to one message; `hang` never answers (the sender's timeout must end it). */
-export type Responder = (message: ReceivedMessage, index: number) => { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+export type Responder = (message: ReceivedMessage, index: number) => { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
 
 /** A real HTTP receiver on loopback that records every message a gateway pushes to it. */
 export class WebhookReceiver {
@@ -31,8 +31,10 @@ export class WebhookReceiver {
           this.hanging.add(response);
           return;
         }
-        response.writeHead(answer.status, answer.headers ?? {});
-        response.end(answer.body ?? '');
+        setTimeout(() => {
+          response.writeHead(answer.status, answer.headers ?? {});
+          response.end(answer.body ?? '');
+        }, answer.delayMs ?? 0);
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
