@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories';
 import { waitFor } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 /** Short delays so retries happen within a test; everything else as in production. */
@@ -161,6 +161,35 @@ describe('push notifications (CONTRACT §2.6)', () => {
         expect([method, url, res.statusCode, res.json().code]).toEqual([method, url, 404, 'NOT_FOUND']);
       }
       expect((await api(owner, 'GET', `/${id}`)).json().enabled).toBe(true);
+    });
+  });
+
+  describe('administration', () => {
+    it("lists every source's endpoints without secrets, the deliveries by source and status, and retries one", async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver(() => ({ status: 500 }));
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      const event = await eventOf(source, (await createDocument(source)).id);
+      const failed = await settled(source, endpoint.id, event.id, 'failed');
+
+      const admin = (method: 'GET' | 'POST', url: string, token = TEST_ADMIN_TOKEN) =>
+        t.app.inject({ method, url, headers: { authorization: `Bearer ${token}` } });
+      const endpoints = await admin('GET', `/admin/webhook-endpoints?source=${source.source}`);
+      expect(endpoints.json().data).toEqual([expect.objectContaining({ id: endpoint.id, source: source.source, url: hook.url, enabled: true })]);
+      expect(endpoints.body).not.toContain(endpoint.secret);
+      expect(endpoints.body).not.toContain('secret');
+      const listed = (await admin('GET', `/admin/outbound-deliveries?source=${source.source}&status=failed`)).json().data;
+      expect(listed).toEqual([{ ...failed, source: source.source, endpointId: endpoint.id, endpointUrl: hook.url }]);
+      expect((await admin('GET', `/admin/outbound-deliveries?source=${source.source}&status=succeeded`)).json().data).toEqual([]);
+      expect((await admin('GET', '/admin/outbound-deliveries?status=nope')).statusCode).toBe(422);
+      expect((await admin('GET', '/admin/outbound-deliveries', 'wrong-token-0123456789')).statusCode).toBe(401);
+      expect((await admin('POST', `/admin/outbound-deliveries/${failed.id}/retry`, 'wrong-token-0123456789')).statusCode).toBe(401);
+
+      hook.respond = () => ({ status: 200 });
+      const retried = await admin('POST', `/admin/outbound-deliveries/${failed.id}/retry`);
+      expect([retried.statusCode, retried.json().status]).toEqual([202, 'pending']);
+      expect(await settled(source, endpoint.id, event.id, 'succeeded')).toMatchObject({ attempts: 4 });
+      expect((await admin('POST', '/admin/outbound-deliveries/999999999/retry')).statusCode).toBe(404);
     });
   });
 
