@@ -5,6 +5,7 @@ import { TransactionContext } from '../database/transaction-context';
 import { DELIVERIES_CHANNEL } from './delivery-worker';
 import { AdminDeliveriesQueryDto, AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import { OutboundDeliveryEntity } from './outbound-delivery.entity';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookEndpointsService } from './webhook-endpoints.service';
 
 const DELIVERY_ID = /^\d{1,19}$/;
@@ -33,9 +34,8 @@ export class OutboundDeliveriesService {
 
   /** A failed or pending delivery is attempted again at once, from the start of the retry schedule. */
   async retry(source: string, endpointId: string, deliveryId: string): Promise<DeliveryResponseDto> {
-    const endpoint = await this.endpoints.find(source, endpointId);
-    if (!endpoint.enabled) throw new AppError('INVALID_STATE_TRANSITION', 'The endpoint is disabled; enable it before retrying its deliveries');
-    return this.map(await this.restart({ endpointId, deliveryId }));
+    await this.endpoints.find(source, endpointId);
+    return this.map((await this.restart({ endpointId, deliveryId })).delivery);
   }
 
   async listForAdmin(query: AdminDeliveriesQueryDto): Promise<AdminDeliveryDto[]> {
@@ -53,17 +53,18 @@ export class OutboundDeliveriesService {
 
   /** The console's Retry: any source, but still only a failed or pending delivery. */
   async retryForAdmin(deliveryId: string): Promise<AdminDeliveryDto> {
-    const row = await this.restart({ deliveryId });
-    const [{ url }] = await this.tx.manager.query('SELECT url FROM webhook_endpoints WHERE id = $1', [row.endpointId]);
-    return { ...this.map(row), source: row.source, endpointId: row.endpointId, endpointUrl: url };
+    const { delivery, endpoint } = await this.restart({ deliveryId });
+    return { ...this.map(delivery), source: delivery.source, endpointId: endpoint.id, endpointUrl: endpoint.url };
   }
 
-  private async restart({ endpointId, deliveryId }: { endpointId?: string; deliveryId: string }): Promise<OutboundDeliveryEntity> {
+  private async restart({ endpointId, deliveryId }: { endpointId?: string; deliveryId: string }) {
     const delivery = DELIVERY_ID.test(deliveryId)
       ? await this.tx.manager.findOneBy(OutboundDeliveryEntity, { id: deliveryId, ...(endpointId ? { endpointId } : {}) })
       : null;
     if (!delivery) throw new AppError('NOT_FOUND', 'No such delivery');
     if (delivery.status === 'succeeded') throw new AppError('INVALID_STATE_TRANSITION', 'The delivery has already succeeded');
+    const endpoint = await this.tx.manager.findOneByOrFail(WebhookEndpointEntity, { id: delivery.endpointId });
+    if (!endpoint.enabled) throw new AppError('INVALID_STATE_TRANSITION', 'The endpoint is disabled; enable it before retrying its deliveries');
     const [rows] = await this.tx.manager.query(
       `UPDATE outbound_deliveries SET status = 'pending', retry_step = 0, next_attempt_at = now()
         WHERE id = $1 AND status <> 'succeeded' RETURNING next_attempt_at`,
@@ -72,7 +73,7 @@ export class OutboundDeliveriesService {
     if (rows.length === 0) throw new AppError('INVALID_STATE_TRANSITION', 'The delivery has already succeeded');
     // Delivered on commit: an idle worker picks the delivery up at once.
     await this.tx.manager.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
-    return Object.assign(delivery, { status: 'pending', retryStep: 0, nextAttemptAt: rows[0].next_attempt_at });
+    return { delivery: Object.assign(delivery, { status: 'pending' as const, retryStep: 0, nextAttemptAt: rows[0].next_attempt_at as Date }), endpoint };
   }
 
   private map(row: OutboundDeliveryEntity): DeliveryResponseDto {
