@@ -56,6 +56,42 @@ describe('push notifications across instances', () => {
     }
   });
 
+  it('releases the claims of attempts still running when an instance shuts down, for another to make at once', async () => {
+    const leaving = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' } });
+    const { databaseUrl } = leaving;
+    receiver.respond = () => 'hang';
+    const key = await newSourceWithKey(leaving.app);
+    const post = (url: string, body: unknown, apiKey: string) =>
+      leaving.app
+        .inject({ method: 'POST', url, headers: { 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() }, payload: body as object })
+        .then((res) => ({ status: res.statusCode, body: res.json() }));
+    const endpoint = await registerEndpoint(post, key.key, receiver.url);
+    expect((await post('/api/v1/documents', documentBody(key.source), key.key)).status).toBe(201);
+    await waitFor(async () => receiver.messages.length === 1, 'the attempt in flight');
+
+    const db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      // close() without dropping the database: the next instance works on it.
+      await leaving.app.close();
+      const [row] = (await db.query(`SELECT status, leased_by, attempts FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows;
+      expect(row).toEqual({ status: 'pending', leased_by: null, attempts: 0 });
+
+      receiver.respond = () => ({ status: 200 });
+      const next = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' }, databaseUrl });
+      try {
+        // Well before the 100 s lease could have ended: the claim was released.
+        await waitFor(async () => (await db.query(`SELECT status FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows[0].status === 'succeeded', 'the released delivery', 30000);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      await db.end();
+      await leaving.db.end().catch(() => undefined);
+      await dropTestDatabase(databaseUrl);
+    }
+  });
+
   describe('an instance killed with SIGKILL mid-attempt', () => {
     let databaseUrl: string;
     let gateway: Spawned | undefined;

@@ -222,6 +222,11 @@ describe('push notifications (CONTRACT §2.6)', () => {
           nextAttemptAt: null,
         });
       }
+      const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metrics).toMatch(/^outbound_webhook_attempts_total\{outcome="succeeded"\} [1-9]/m);
+      expect(metrics).toMatch(/^outbound_webhook_attempt_duration_seconds_count\{result="success"\} [1-9]/m);
+      expect(metrics).toMatch(/^outbound_webhook_queue_depth \d+$/m);
+      expect(metrics).toMatch(/^outbound_webhook_oldest_due_age_seconds [\d.]+$/m);
       const [attempt] = (await t.db.query('SELECT * FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1 LIMIT 1', [endpoint.id])).rows;
       expect(attempt).toMatchObject({ response_status: 204, error: null, duration_ms: expect.any(Number) });
     });
