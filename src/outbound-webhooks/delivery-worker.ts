@@ -45,6 +45,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private readonly timers = new Set<NodeJS.Timeout>();
   private listener: Client | null = null;
   private pumping = false;
+  private pumped: Promise<void> = Promise.resolve();
   private wakeAgain = false;
   private stopping = false;
 
@@ -64,7 +65,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   onApplicationBootstrap(): void {
     void this.listen();
     const poll = setInterval(() => this.wake(), this.config.OUTBOUND_WEBHOOKS_POLL_SECONDS * 1000);
-    this.timers.add(poll as unknown as NodeJS.Timeout);
+    this.timers.add(poll);
     this.wake();
   }
 
@@ -74,15 +75,14 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     const listener = this.listener;
     this.listener = null;
     await listener?.end().catch(() => undefined);
+    // A claim round in progress finishes first: what it claims after `stopping` is released at once.
+    await this.pumped;
     const finished = Promise.allSettled([...this.running.values()]);
-    const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
-    if ((await Promise.race([finished.then(() => 'done'), grace])) !== 'done') {
-      // What is still running reports `shutdown` and is released, never left claimed until the lease.
-      await this.sender.close();
-      await finished;
-    } else {
-      await this.sender.close();
-    }
+    await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
+    // Attempts still running are aborted: they report `shutdown` and release their claims rather than
+    // leaving them to the lease.
+    await this.sender.close();
+    await finished;
   }
 
   /** Starts a claim round now, or right after the one in progress. */
@@ -93,7 +93,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       return;
     }
     this.pumping = true;
-    void this.pump()
+    this.pumped = this.pump()
       .catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code, error: (error as Error).name }, 'Claiming push deliveries failed; will retry'))
       .finally(() => {
         this.pumping = false;
