@@ -114,7 +114,9 @@ export async function runPushScenario(url: string, databaseUrl: string, connecti
         `| ${round} | ${without.rps.toFixed(0)} | ${none.rps.toFixed(0)} (${(none.rps / without.rps).toFixed(2)}×) | ${one.rps.toFixed(0)} (${(one.rps / without.rps).toFixed(2)}×) | ` +
           `${delivery} | ${without.non2xx + none.non2xx + one.non2xx} |`,
       );
+      process.stderr.write(`push round ${round}: ${rows.at(-1)}\n`);
     }
+    await setTrigger(true);
     const idle = await idleLatencies(url, pushed, receiver.firstSeen);
     process.stdout.write(`\nPush notifications: ${DOCUMENTS} documents at full speed per column, ${connections} connections, receiver answering in 5 ms\n\n`);
     process.stdout.write(
@@ -144,8 +146,9 @@ async function idleLatencies(url: string, target: { source: string; key: string 
     });
     const answered = performance.now();
     const { id } = (await res.json()) as { id: string };
-    while (!firstSeen.has(id)) await new Promise((r) => setTimeout(r, 1));
-    delays.push(firstSeen.get(id)! - answered);
+    const deadline = performance.now() + 30_000;
+    while (!firstSeen.has(id) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+    delays.push((firstSeen.get(id) ?? Infinity) - answered);
     await new Promise((r) => setTimeout(r, 50));
   }
   return delays;
