@@ -300,6 +300,27 @@ describe('push notifications (CONTRACT §2.6)', () => {
       expect(hook.messages).toHaveLength(1);
     });
 
+    it('disables an endpoint whose attempts have all failed for 5 days, and a success clears the count', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver(() => ({ status: 503 }));
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      // Failing for 4 days: one more failure keeps it enabled.
+      await t.db.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '4 days' WHERE id = $1`, [endpoint.id]);
+      const first = await eventOf(source, (await createDocument(source)).id);
+      await waitFor(async () => (await deliveryOf(source, endpoint.id, first.id))?.attempts >= 1, 'the first attempt');
+      expect((await api(source, 'GET', `/${endpoint.id}`)).json()).toMatchObject({ enabled: true, disabledReason: null });
+      await t.db.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = $1`, [endpoint.id]);
+      await createDocument(source);
+      await waitFor(async () => (await api(source, 'GET', `/${endpoint.id}`)).json().disabledReason === 'failing', 'the endpoint to be disabled');
+      expect((await api(source, 'GET', `/${endpoint.id}`)).json().enabled).toBe(false);
+
+      hook.respond = () => ({ status: 200 });
+      expect((await api(source, 'PATCH', `/${endpoint.id}`, { enabled: true })).json()).toMatchObject({ enabled: true, disabledReason: null });
+      const later = await eventOf(source, (await createDocument(source)).id);
+      await settled(source, endpoint.id, later.id, 'succeeded');
+      expect((await t.db.query('SELECT failing_since FROM webhook_endpoints WHERE id = $1', [endpoint.id])).rows[0].failing_since).toBeNull();
+    });
+
     it('sends nothing to a disabled or a deleted endpoint', async () => {
       const source = await newSourceWithKey(t.app);
       const disabledHook = await receiver();
