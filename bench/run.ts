@@ -17,6 +17,7 @@ import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgr
 import { removeDataDir } from '../src/database/embedded-postgres-layout';
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { documentBody } from '../test/support/factories';
+import { runPushScenario } from './push';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -40,12 +41,14 @@ async function main(): Promise<void> {
       ADMIN_TOKEN,
       BANK_WEBHOOK_SECRET: SECRET,
       RATE_LIMIT_PER_MINUTE: '1000000',
+      // The push scenario's receiver listens on loopback.
+      OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',
     },
     stdio: 'inherit',
   });
   const url = `http://127.0.0.1:${port}`;
   try {
-    await runScenarios(url);
+    await runScenarios(url, databaseUrl);
   } finally {
     gateway.kill('SIGTERM');
     await new Promise((r) => gateway.once('exit', r));
@@ -54,7 +57,7 @@ async function main(): Promise<void> {
   }
 }
 
-async function runScenarios(url: string): Promise<void> {
+async function runScenarios(url: string, databaseUrl: string): Promise<void> {
   for (let i = 0; !(await fetch(`${url}/health/ready`).then((r) => r.ok, () => false)); i++) {
     if (i > 300) throw new Error('the gateway did not become ready');
     await new Promise((r) => setTimeout(r, 100));
@@ -139,6 +142,7 @@ async function runScenarios(url: string): Promise<void> {
   for (const r of rows) {
     process.stdout.write(`| ${r.name} | ${r.rps.toFixed(0)} | ${(r.rps / reference).toFixed(2)} | ${r.p50} | ${r.p99} | ${r.non2xx} |\n`);
   }
+  if (process.env.BENCH_PUSH !== 'false') await runPushScenario(url, databaseUrl, CONNECTIONS, issue);
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,4 @@
-import { ConfigValidationError, loadConfig } from './app-config';
+import { ConfigValidationError, loadConfig, parseRetrySchedule } from './app-config';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -59,8 +59,21 @@ describe('loadConfig', () => {
     [{ HTTP_REQUEST_TIMEOUT_MS: '0' }, 'HTTP_REQUEST_TIMEOUT_MS must be an integer from 1000 to 600000 (got "0")'],
     [{ HTTP_MAX_CONNECTIONS: '0' }, 'HTTP_MAX_CONNECTIONS must be an integer from 1 to 1000000 (got "0")'],
     [{ HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '6000' }, 'HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS'],
+    [{ OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '5s,,1h' }, 'OUTBOUND_WEBHOOKS_RETRY_SCHEDULE must be 1 to 20 comma-separated delays such as 5s,5m,2h,1d (got "5s,,1h")'],
+    [{ OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'maybe' }, 'OUTBOUND_WEBHOOKS_ALLOW_PRIVATE must be true or false (got "maybe")'],
+    [
+      { OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '30' },
+      'OUTBOUND_WEBHOOKS_LEASE_SECONDS must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS (got "30")',
+    ],
   ])('rejects %p with a message naming the variable and the rule', (env, message) => {
     expect(problemsOf(env)).toEqual([message]);
+  });
+
+  it('reads the push notification settings, the retry schedule as seconds', () => {
+    const config = loadConfig({ OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '5s,2m,1h,1d', OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true' });
+    expect(parseRetrySchedule(config.OUTBOUND_WEBHOOKS_RETRY_SCHEDULE)).toEqual([5, 120, 3600, 86400]);
+    expect(parseRetrySchedule(loadConfig({}).OUTBOUND_WEBHOOKS_RETRY_SCHEDULE)).toEqual([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]);
+    expect(config).toMatchObject({ OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: true, OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: 15, OUTBOUND_WEBHOOKS_LEASE_SECONDS: 60 });
   });
 
   it('reports every bad variable at once', () => {

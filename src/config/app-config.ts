@@ -10,9 +10,31 @@ import {
   Max,
   Min,
   MinLength,
+  Validate,
   validateSync,
+  ValidationArguments,
   ValidationError,
+  ValidatorConstraint,
+  ValidatorConstraintInterface,
 } from 'class-validator';
+
+const DELAY = String.raw`\d{1,6}[smhd]`;
+const RETRY_SCHEDULE_PATTERN = new RegExp(`^${DELAY}(,${DELAY}){0,19}$`);
+const DELAY_UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
+
+/** `5s,5m,2h` as seconds: [5, 300, 7200]. The format is checked by the configuration first. */
+export function parseRetrySchedule(schedule: string): number[] {
+  return schedule.split(',').map((delay) => Number(delay.slice(0, -1)) * DELAY_UNIT_SECONDS[delay.at(-1) as keyof typeof DELAY_UNIT_SECONDS]);
+}
+
+/** A lease shorter than an attempt could let a second instance start the same delivery while the first is still sending. */
+@ValidatorConstraint({ name: 'greaterThanTimeout' })
+class GreaterThanTimeout implements ValidatorConstraintInterface {
+  validate(value: unknown, args: ValidationArguments): boolean {
+    const timeout = (args.object as AppConfig).OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS;
+    return typeof value !== 'number' || typeof timeout !== 'number' || value > timeout;
+  }
+}
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -140,6 +162,36 @@ export class AppConfig {
   @IsOptional()
   @MinLength(16, { message: 'must be at least 16 characters long' })
   METRICS_TOKEN?: string;
+
+  @Transform(toBool)
+  @IsBoolean({ message: 'must be true or false' })
+  OUTBOUND_WEBHOOKS_ALLOW_PRIVATE = false;
+
+  @IntInRange(1, 60)
+  OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS = 15;
+
+  @Matches(RETRY_SCHEDULE_PATTERN, { message: 'must be 1 to 20 comma-separated delays such as 5s,5m,2h,1d' })
+  OUTBOUND_WEBHOOKS_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h,24h';
+
+  @IntInRange(0, 604800)
+  OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS = 86400;
+
+  @Transform(toInt)
+  // At most 110 s: a crashed instance's claims are taken over within two minutes (with the poll below).
+  @IsInt({ message: 'must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS' })
+  @Min(2, { message: 'must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS' })
+  @Max(110, { message: 'must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS' })
+  @Validate(GreaterThanTimeout, { message: 'must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS' })
+  OUTBOUND_WEBHOOKS_LEASE_SECONDS = 60;
+
+  @IntInRange(1, 10)
+  OUTBOUND_WEBHOOKS_POLL_SECONDS = 10;
+
+  @IntInRange(1, 256)
+  OUTBOUND_WEBHOOKS_CONCURRENCY = 32;
+
+  @IntInRange(1, 64)
+  OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY = 8;
 }
 
 export class ConfigValidationError extends Error {

@@ -9,6 +9,7 @@ export const API_TAGS = [
   { name: 'documents', description: 'Tax documents due for payment: submit, read, list and cancel.' },
   { name: 'events', description: "The feed of the source's document changes, oldest first." },
   { name: 'webhooks', description: "The bank's signed payment status notifications." },
+  { name: 'webhook endpoints', description: "Push notifications: the client's HTTPS endpoints that receive the feed's events, signed per Standard Webhooks, and their delivery log." },
   { name: 'admin', description: 'Key administration for operators, with the admin token.' },
   { name: 'operations', description: 'Liveness and readiness probes.' },
 ] as const;

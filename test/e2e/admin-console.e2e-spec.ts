@@ -6,8 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BrowserContext, chromium, Locator, Page } from 'playwright-core';
 import { findChromium, HOW_TO_GET_CHROMIUM } from '../support/browser';
-import { documentBody, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { waitFor } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 const CHROMIUM = findChromium();
 if (!CHROMIUM && process.env.CI !== 'true') {
@@ -73,7 +75,8 @@ function cspDirectives(header: string | null): Map<string, string> {
 
   beforeAll(async () => {
     if (!CHROMIUM) throw new Error(`CI=true and no Chromium was found for the admin console test: ${HOW_TO_GET_CHROMIUM}`);
-    t = await startTestApp();
+    // Push notifications to a receiver on loopback, retried once after a second.
+    t = await startTestApp({ env: { OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '1s' } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
     userDataDir = await mkdtemp(join(tmpdir(), 'admin-console-chromium-'));
@@ -284,6 +287,47 @@ function cspDirectives(header: string | null): Map<string, string> {
     await page.getByTestId('webhooks-table').screenshot({ path: '/tmp/admin-console-webhooks.png' });
     await page.getByTestId('filter-outcome').selectOption('');
     expect(problems).toEqual([]);
+  });
+
+  it('lists push endpoints and failed deliveries, and retries one with the Retry button', async () => {
+    const receiver = await new WebhookReceiver(() => ({ status: 500 })).start();
+    try {
+      const client = await newSourceWithKey(t.app, 'browser-push');
+      const registered = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/webhook-endpoints',
+        headers: { 'x-api-key': client.key, 'x-idempotency-key': newIdempotencyKey() },
+        payload: { url: receiver.url, eventTypes: ['document.created'] },
+      });
+      expect(registered.statusCode).toBe(201);
+      await postDocument(t.app, client.key, documentBody(client.source));
+      const failedId = await waitFor(async () => {
+        const { rows } = await t.db.query(`SELECT id FROM outbound_deliveries WHERE source = $1 AND status = 'failed'`, [client.source]);
+        return rows[0]?.id as string | undefined;
+      }, 'the delivery to fail');
+
+      await page.getByTestId('refresh').click();
+      const endpointRow = page.locator(`[data-testid="push-endpoint-row"][data-endpoint-id="${registered.json().id}"]`);
+      await endpointRow.waitFor();
+      expect(await endpointRow.textContent()).toContain(receiver.url);
+      const deliveryRow = page.locator(`[data-testid="push-delivery-row"][data-delivery-id="${failedId}"]`);
+      await deliveryRow.waitFor();
+      expect(await deliveryRow.getAttribute('data-status')).toBe('failed');
+      expect(await deliveryRow.textContent()).toContain('HTTP 500');
+      await page.getByTestId('push-section').screenshot({ path: '/tmp/admin-console-push.png' });
+
+      receiver.respond = () => ({ status: 200 });
+      await deliveryRow.getByTestId('push-retry').click();
+      await page.getByTestId('notice').filter({ hasText: `Delivery ${failedId}` }).waitFor();
+      await deliveryRow.waitFor({ state: 'detached' });
+      await waitFor(async () => (await t.db.query(`SELECT status FROM outbound_deliveries WHERE id = $1`, [failedId])).rows[0].status === 'succeeded', 'the retried delivery');
+      await page.getByTestId('filter-delivery-status').selectOption('succeeded');
+      await page.locator(`[data-testid="push-delivery-row"][data-delivery-id="${failedId}"][data-status="succeeded"]`).waitFor();
+      await page.getByTestId('filter-delivery-status').selectOption('failed');
+      expect(problems).toEqual([]);
+    } finally {
+      await receiver.stop();
+    }
   });
 
   it('shows API validation errors next to the form and a rotate grace period out of range in the dialog', async () => {

@@ -89,6 +89,16 @@ describe('fuzz: any request, never a 5xx, always a problem, nothing changed by a
       fc.record({ source: fc.oneof(fc.constant(own.source), fc.string()), name: fc.option(fc.string()), expiresAt: fc.option(fc.string()) }, { requiredKeys: [] }),
       fc.record({ gracePeriodSeconds: fc.oneof(fc.integer(), fc.constant(null), fc.string()) }, { requiredKeys: [] }),
       fc.record({ eventId: fc.string(), eventType: fc.constantFrom('PAYMENT_STATUS', 'OTHER'), status: fc.constantFrom('PAID', 'FAILED', 'x'), providerReference: fc.constantFrom('FUZZ-REF-1', 'nope') }),
+      // Push endpoints: only addresses this machine owns or refuses, so nothing is ever sent elsewhere.
+      fc.record(
+        {
+          url: fc.constantFrom('https://127.0.0.1/hook', 'http://127.0.0.1:9/hook', 'https://10.0.0.1/x', 'https://[::1]/x', 'https://user:pw@127.0.0.1/x', 'ftp://127.0.0.1/x', 'no url'),
+          description: fc.option(fc.string({ maxLength: 40 })),
+          eventTypes: fc.option(fc.array(fc.constantFrom('document.created', 'document.status_changed', 'x'), { maxLength: 3 })),
+          enabled: fc.option(fc.boolean()),
+        },
+        { requiredKeys: [] },
+      ),
       fc.jsonValue({ maxDepth: 4 }),
     );
     const body = fc.oneof(

@@ -7,6 +7,7 @@
 const TOKEN_STORAGE_KEY = 'tdg.adminToken';
 const AUDIT_LIMIT = 50;
 const WEBHOOK_EVENTS_LIMIT = 50;
+const DELIVERIES_LIMIT = 50;
 const FIELD_LABELS = { source: 'Source', name: 'Name', expiresAt: 'Expires', gracePeriodSeconds: 'Grace period' };
 
 const $ = (id) => document.getElementById(id);
@@ -170,6 +171,8 @@ function signOut(message) {
   renderKeys();
   $('audit-body').replaceChildren();
   $('webhooks-body').replaceChildren();
+  $('push-endpoints-body').replaceChildren();
+  $('push-deliveries-body').replaceChildren();
   hide($('notice'));
   hide($('issue-error'));
   $('issue-form').reset();
@@ -192,15 +195,19 @@ function webhookEventsPath() {
 }
 
 async function loadAll() {
-  const [list, audit, webhookEvents] = await Promise.all([
+  const [list, audit, webhookEvents, endpoints, deliveries] = await Promise.all([
     api('GET', '/admin/api-keys'),
     api('GET', `/admin/audit-log?limit=${AUDIT_LIMIT}`),
     api('GET', webhookEventsPath()),
+    api('GET', '/admin/webhook-endpoints'),
+    api('GET', deliveriesPath()),
   ]);
   keys = list.data;
   renderKeys();
   renderAudit(audit.data);
   renderWebhookEvents(webhookEvents.data);
+  renderEndpoints(endpoints.data);
+  renderDeliveries(deliveries.data);
 }
 
 /** One request decides whether the token is good, so a wrong one counts once against the lockout. */
@@ -583,6 +590,97 @@ $('filter-outcome').addEventListener('change', async () => {
   } catch (error) {
     if (error.status === 401) showFailure(error);
     else notify(`The webhook events could not be loaded: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
+  }
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Push notifications
+// ---------------------------------------------------------------------------------------------------
+
+const DELIVERY_CLASS = { succeeded: 'badge-active', pending: 'badge-expired', failed: 'badge-revoked' };
+
+function deliveriesPath() {
+  const status = $('filter-delivery-status').value;
+  return `/admin/outbound-deliveries?limit=${DELIVERIES_LIMIT}${status ? `&status=${encodeURIComponent(status)}` : ''}`;
+}
+
+function renderEndpoints(endpoints) {
+  $('push-endpoints-body').replaceChildren(
+    ...endpoints.map((endpoint) =>
+      el(
+        'tr',
+        { 'data-testid': 'push-endpoint-row', 'data-endpoint-id': endpoint.id },
+        el('td', {}, endpoint.source),
+        el('td', {}, el('code', { class: 'key-id' }, endpoint.url)),
+        el('td', {}, endpoint.eventTypes.join(', ')),
+        el(
+          'td',
+          {},
+          endpoint.enabled
+            ? el('span', { class: 'badge badge-active' }, 'enabled')
+            : el('span', { class: 'badge badge-revoked', 'data-testid': 'push-endpoint-disabled' }, `disabled: ${endpoint.disabledReason ?? 'unknown'}`),
+        ),
+        el('td', {}, timeEl(endpoint.createdAt)),
+      ),
+    ),
+  );
+  $('push-endpoints-empty').hidden = endpoints.length > 0;
+}
+
+function lastResult(delivery) {
+  if (delivery.lastResponseStatus !== null) return `HTTP ${delivery.lastResponseStatus}`;
+  return delivery.lastError ?? '—';
+}
+
+function renderDeliveries(deliveries) {
+  $('push-deliveries-body').replaceChildren(
+    ...deliveries.map((delivery) =>
+      el(
+        'tr',
+        { 'data-testid': 'push-delivery-row', 'data-delivery-id': delivery.id, 'data-status': delivery.status },
+        el('td', {}, delivery.lastAttemptAt ? timeEl(delivery.lastAttemptAt) : muted('not yet')),
+        el('td', {}, el('span', { class: `badge ${DELIVERY_CLASS[delivery.status] ?? ''}` }, delivery.status)),
+        el('td', {}, delivery.source),
+        el('td', {}, el('code', { class: 'key-id', title: delivery.eventType }, delivery.eventId)),
+        el('td', {}, el('code', { class: 'key-id' }, delivery.endpointUrl)),
+        el('td', {}, String(delivery.attempts)),
+        el('td', {}, lastResult(delivery)),
+        el(
+          'td',
+          { class: 'actions' },
+          delivery.status === 'succeeded'
+            ? null
+            : el('button', { type: 'button', class: 'button button-small', 'data-retry': delivery.id, 'data-testid': 'push-retry' }, 'Retry'),
+        ),
+      ),
+    ),
+  );
+  $('push-deliveries-empty').hidden = deliveries.length > 0;
+}
+
+async function refreshDeliveries() {
+  try {
+    renderDeliveries((await api('GET', deliveriesPath())).data);
+  } catch (error) {
+    if (error.status === 401) showFailure(error);
+    else notify(`The deliveries could not be loaded: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
+  }
+}
+
+$('filter-delivery-status').addEventListener('change', refreshDeliveries);
+
+$('push-deliveries-body').addEventListener('click', async (event) => {
+  const button = event.target.closest('button[data-retry]');
+  if (!button) return;
+  button.disabled = true;
+  try {
+    const delivery = await api('POST', `/admin/outbound-deliveries/${encodeURIComponent(button.dataset.retry)}/retry`);
+    notify(`Delivery ${delivery.id} of event ${delivery.eventId} will be attempted again now.`);
+    await refreshDeliveries();
+  } catch (error) {
+    button.disabled = false;
+    if (error.status === 401) showFailure(error);
+    else notify(`The delivery could not be retried: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
   }
 });
 

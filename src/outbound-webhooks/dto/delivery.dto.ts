@@ -1,0 +1,69 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import { SOURCE_PATTERN } from '../../admin/dto/api-key.dto';
+import { PageLimit } from '../../common/page-limit';
+import { DELIVERY_STATUSES } from '../outbound-delivery.entity';
+import type { DeliveryStatus } from '../outbound-delivery.entity';
+
+const STATUS_MESSAGE = `must be one of ${DELIVERY_STATUSES.join(', ')}`;
+
+export class ListDeliveriesQueryDto {
+  @ApiPropertyOptional({ enum: DELIVERY_STATUSES })
+  @IsOptional()
+  @IsIn(DELIVERY_STATUSES, { message: STATUS_MESSAGE })
+  status?: DeliveryStatus;
+
+  @PageLimit(100, 20)
+  limit?: number;
+
+  @ApiPropertyOptional({ description: 'The nextCursor of the previous page' })
+  @IsOptional()
+  @IsString()
+  cursor?: string;
+}
+
+export class AdminDeliveriesQueryDto {
+  @ApiPropertyOptional({ example: 'acme-erp' })
+  @IsOptional()
+  @IsString()
+  @Matches(SOURCE_PATTERN, { message: 'must be a valid source' })
+  source?: string;
+
+  @ApiPropertyOptional({ enum: DELIVERY_STATUSES })
+  @IsOptional()
+  @IsIn(DELIVERY_STATUSES, { message: STATUS_MESSAGE })
+  status?: DeliveryStatus;
+
+  @PageLimit(200, 50)
+  limit?: number;
+}
+
+export class DeliveryResponseDto {
+  @ApiProperty({ example: '1017' }) id: string;
+  @ApiProperty({ example: '42', description: 'The feed event id; also the `webhook-id` header of every attempt' }) eventId: string;
+  @ApiProperty({ enum: ['document.created', 'document.status_changed'] }) eventType: string;
+  @ApiProperty({ enum: DELIVERY_STATUSES }) status: DeliveryStatus;
+  @ApiProperty({ example: 1 }) attempts: number;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) lastAttemptAt: string | null;
+  @ApiProperty({ nullable: true, type: Number, example: 200 }) lastResponseStatus: number | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    example: 'timeout',
+    description: 'Why the last attempt failed: timeout, blocked_address, dns_failure, connection_failed, tls_failure, redirect, http_error',
+  })
+  lastError: string | null;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time', description: 'null once succeeded or failed' }) nextAttemptAt: string | null;
+}
+
+export class DeliveryPageDto {
+  @ApiProperty({ type: [DeliveryResponseDto] }) data: DeliveryResponseDto[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last page' })
+  nextCursor: string | null;
+}
+
+export class AdminDeliveryDto extends DeliveryResponseDto {
+  @ApiProperty({ example: 'acme-erp' }) source: string;
+  @ApiProperty({ format: 'uuid' }) endpointId: string;
+  @ApiProperty({ example: 'https://erp.example.com/hooks/tax-gateway' }) endpointUrl: string;
+}

@@ -1,0 +1,93 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, MaxLength, ValidateIf } from 'class-validator';
+import { MAX_URL_LENGTH } from '../endpoint-url';
+import { OUTBOUND_EVENT_TYPES } from '../webhook-endpoint.entity';
+import type { DisabledReason, OutboundEventType } from '../webhook-endpoint.entity';
+
+const EVENT_TYPES_MESSAGE = `must be a non-empty list of distinct values from ${OUTBOUND_EVENT_TYPES.join(', ')}`;
+
+const UrlProperty = () =>
+  ApiProperty({
+    example: 'https://erp.example.com/hooks/tax-gateway',
+    maxLength: MAX_URL_LENGTH,
+    description: 'Absolute https:// URL without credentials, resolving to public addresses only',
+  });
+
+export class CreateWebhookEndpointDto {
+  @UrlProperty()
+  @IsString()
+  @MaxLength(MAX_URL_LENGTH)
+  url: string;
+
+  @ApiPropertyOptional({ example: 'ERP production receiver', maxLength: 500 })
+  @IsOptional()
+  @IsString()
+  @Length(1, 500)
+  description?: string;
+
+  @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true, description: 'The event types to receive; absent: all' })
+  @IsOptional()
+  @IsArray({ message: EVENT_TYPES_MESSAGE })
+  @ArrayNotEmpty({ message: EVENT_TYPES_MESSAGE })
+  @ArrayMaxSize(OUTBOUND_EVENT_TYPES.length, { message: EVENT_TYPES_MESSAGE })
+  @ArrayUnique({ message: EVENT_TYPES_MESSAGE })
+  @IsIn(OUTBOUND_EVENT_TYPES, { each: true, message: EVENT_TYPES_MESSAGE })
+  eventTypes?: OutboundEventType[];
+}
+
+export class UpdateWebhookEndpointDto {
+  @ApiPropertyOptional({ example: 'https://erp.example.com/hooks/tax-gateway', maxLength: MAX_URL_LENGTH })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_URL_LENGTH)
+  url?: string;
+
+  @ApiPropertyOptional({ nullable: true, type: String, maxLength: 500, description: 'null clears it' })
+  @ValidateIf((_, value) => value !== null && value !== undefined)
+  @IsString()
+  @Length(1, 500)
+  description?: string | null;
+
+  @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true })
+  @IsOptional()
+  @IsArray({ message: EVENT_TYPES_MESSAGE })
+  @ArrayNotEmpty({ message: EVENT_TYPES_MESSAGE })
+  @ArrayMaxSize(OUTBOUND_EVENT_TYPES.length, { message: EVENT_TYPES_MESSAGE })
+  @ArrayUnique({ message: EVENT_TYPES_MESSAGE })
+  @IsIn(OUTBOUND_EVENT_TYPES, { each: true, message: EVENT_TYPES_MESSAGE })
+  eventTypes?: OutboundEventType[];
+
+  @ApiPropertyOptional({ description: 'false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason' })
+  @IsOptional()
+  @IsBoolean()
+  enabled?: boolean;
+}
+
+export class WebhookEndpointResponseDto {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ example: 'https://erp.example.com/hooks/tax-gateway' }) url: string;
+  @ApiProperty({ nullable: true, type: String }) description: string | null;
+  @ApiProperty({ enum: OUTBOUND_EVENT_TYPES, isArray: true }) eventTypes: OutboundEventType[];
+  @ApiProperty() enabled: boolean;
+  @ApiProperty({
+    nullable: true,
+    enum: ['gone', 'failing', 'client'],
+    description: '"gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH',
+  })
+  disabledReason: DisabledReason | null;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
+}
+
+export class WebhookEndpointWithSecretDto extends WebhookEndpointResponseDto {
+  @ApiProperty({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', description: 'The signing secret. Shown here only, never by a GET.' })
+  secret: string;
+}
+
+export class WebhookEndpointListDto {
+  @ApiProperty({ type: [WebhookEndpointResponseDto] }) data: WebhookEndpointResponseDto[];
+}
+
+export class AdminWebhookEndpointDto extends WebhookEndpointResponseDto {
+  @ApiProperty({ example: 'acme-erp' }) source: string;
+}

@@ -1,0 +1,39 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { AppError } from '../common/app-error';
+import { isPublicAddress } from './public-address';
+
+export const MAX_URL_LENGTH = 2048;
+
+const refuse = (message: string) => AppError.validation([{ field: 'url', message }]);
+
+/**
+ * CONTRACT §2.6 URL rules, checked when an endpoint is created or its URL changed. The address check
+ * here only gives an early, clear answer: DNS can change, so the sender checks the address it actually
+ * connects to again on every attempt.
+ */
+export async function checkEndpointUrl(value: string, allowPrivate: boolean): Promise<void> {
+  if (value.length > MAX_URL_LENGTH) throw refuse(`must be at most ${MAX_URL_LENGTH} characters`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw refuse('must be an absolute URL');
+  }
+  const schemes = allowPrivate ? ['https:', 'http:'] : ['https:'];
+  if (!schemes.includes(url.protocol)) throw refuse(allowPrivate ? 'must be an http:// or https:// URL' : 'must be an https:// URL');
+  if (url.username || url.password) throw refuse('must not contain credentials');
+  if (allowPrivate) return;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const addresses = isIP(host) ? [host] : await resolve(host);
+  if (addresses.length === 0) throw refuse('must name a host that resolves');
+  if (!addresses.every(isPublicAddress)) throw refuse('must not point to a loopback, private, link-local or otherwise non-public address');
+}
+
+async function resolve(host: string): Promise<string[]> {
+  try {
+    return (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,58 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/**
+ * One (event, endpoint) pair to deliver, written by the feed's trigger in the event's transaction.
+ * `leaseExpiresAt` is the claim of the instance attempting it; after it passes, any instance may.
+ */
+@Entity('outbound_deliveries')
+@Index('uq_outbound_deliveries_endpoint_event', ['endpointId', 'eventId'], { unique: true })
+export class OutboundDeliveryEntity {
+  @PrimaryGeneratedColumn('identity', { type: 'bigint', primaryKeyConstraintName: 'pk_outbound_deliveries' })
+  id: string;
+
+  @Column({ name: 'endpoint_id', type: 'uuid' })
+  endpointId: string;
+
+  @Column({ name: 'event_id', type: 'bigint' })
+  eventId: string;
+
+  @Column({ type: 'varchar', length: 63 })
+  source: string;
+
+  @Column({ name: 'event_type', type: 'varchar', length: 32 })
+  eventType: string;
+
+  @Column({ type: 'varchar', length: 16, default: 'pending' })
+  status: DeliveryStatus;
+
+  @Column({ type: 'integer', default: 0 })
+  attempts: number;
+
+  /** Position in the retry schedule; a manual retry starts it again. */
+  @Column({ name: 'retry_step', type: 'integer', default: 0 })
+  retryStep: number;
+
+  @Column({ name: 'next_attempt_at', type: 'timestamptz', nullable: true })
+  nextAttemptAt: Date | null;
+
+  @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
+  leaseExpiresAt: Date | null;
+
+  @Column({ name: 'leased_by', type: 'varchar', length: 64, nullable: true })
+  leasedBy: string | null;
+
+  @Column({ name: 'last_attempt_at', type: 'timestamptz', nullable: true })
+  lastAttemptAt: Date | null;
+
+  @Column({ name: 'last_response_status', type: 'smallint', nullable: true })
+  lastResponseStatus: number | null;
+
+  @Column({ name: 'last_error', type: 'varchar', length: 32, nullable: true })
+  lastError: string | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+}

@@ -1,0 +1,50 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+
+export const OUTBOUND_EVENT_TYPES = ['document.created', 'document.status_changed'] as const;
+export type OutboundEventType = (typeof OUTBOUND_EVENT_TYPES)[number];
+export type DisabledReason = 'gone' | 'failing' | 'client';
+
+/** A client's HTTPS receiver for its source's feed events. The secrets sign; they never leave in a GET. */
+@Entity('webhook_endpoints')
+@Index('idx_webhook_endpoints_source', ['source', 'createdAt'])
+export class WebhookEndpointEntity {
+  @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'pk_webhook_endpoints' })
+  id: string;
+
+  @Column({ type: 'varchar', length: 63 })
+  source: string;
+
+  @Column({ type: 'varchar', length: 2048 })
+  url: string;
+
+  @Column({ type: 'varchar', length: 500, nullable: true })
+  description: string | null;
+
+  @Column({ name: 'event_types', type: 'varchar', length: 32, array: true })
+  eventTypes: OutboundEventType[];
+
+  @Column({ type: 'boolean', default: true })
+  enabled: boolean;
+
+  @Column({ name: 'disabled_reason', type: 'varchar', length: 16, nullable: true })
+  disabledReason: DisabledReason | null;
+
+  @Column({ type: 'varchar', length: 100 })
+  secret: string;
+
+  @Column({ name: 'previous_secret', type: 'varchar', length: 100, nullable: true })
+  previousSecret: string | null;
+
+  @Column({ name: 'previous_secret_expires_at', type: 'timestamptz', nullable: true })
+  previousSecretExpiresAt: Date | null;
+
+  /** Since when every attempt has failed; cleared by a success. Five days of it disables the endpoint. */
+  @Column({ name: 'failing_since', type: 'timestamptz', nullable: true })
+  failingSince: Date | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+}

@@ -1,0 +1,124 @@
+import { Injectable } from '@nestjs/common';
+import { AppError } from '../common/app-error';
+import { isUuid } from '../common/validation';
+import { AppConfig } from '../config/app-config';
+import { TransactionContext } from '../database/transaction-context';
+import { DELIVERIES_CHANNEL } from './delivery-worker';
+import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto';
+import { checkEndpointUrl } from './endpoint-url';
+import { generateSecret } from './signing';
+import { OUTBOUND_EVENT_TYPES, WebhookEndpointEntity } from './webhook-endpoint.entity';
+
+export const MAX_ENDPOINTS_PER_SOURCE = 10;
+/** Namespace of the per-source endpoints lock (pg_advisory_xact_lock(namespace, hashtext(source))). */
+const ENDPOINTS_LOCK_NAMESPACE = 7_340_216;
+
+@Injectable()
+export class WebhookEndpointsService {
+  constructor(
+    private readonly tx: TransactionContext,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Runs in the idempotency transaction, so a replay of the POST returns this same secret. */
+  async create(source: string, dto: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
+    await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
+    const manager = this.tx.manager;
+    // Counted under the source's lock, so parallel creations cannot pass the limit together.
+    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [ENDPOINTS_LOCK_NAMESPACE, source]);
+    if ((await manager.countBy(WebhookEndpointEntity, { source })) >= MAX_ENDPOINTS_PER_SOURCE) {
+      throw new AppError('VALIDATION_ERROR', `A source can register at most ${MAX_ENDPOINTS_PER_SOURCE} webhook endpoints`, [
+        { field: 'url', message: `this source already has ${MAX_ENDPOINTS_PER_SOURCE} endpoints; delete one first` },
+      ]);
+    }
+    const endpoint = await manager.save(
+      manager.create(WebhookEndpointEntity, {
+        source,
+        url: dto.url,
+        description: dto.description ?? null,
+        eventTypes: dto.eventTypes ?? [...OUTBOUND_EVENT_TYPES],
+        secret: generateSecret(),
+      }),
+    );
+    return { ...this.map(endpoint), secret: endpoint.secret };
+  }
+
+  async list(source: string): Promise<WebhookEndpointResponseDto[]> {
+    const endpoints = await this.tx.manager.find(WebhookEndpointEntity, { where: { source }, order: { createdAt: 'ASC' } });
+    return endpoints.map((endpoint) => this.map(endpoint));
+  }
+
+  async get(source: string, id: string): Promise<WebhookEndpointResponseDto> {
+    return this.map(await this.find(source, id));
+  }
+
+  async update(source: string, id: string, dto: UpdateWebhookEndpointDto): Promise<WebhookEndpointResponseDto> {
+    if (dto.url !== undefined) await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
+    const endpoint = await this.find(source, id);
+    if (dto.url !== undefined) endpoint.url = dto.url;
+    if (dto.description !== undefined) endpoint.description = dto.description;
+    if (dto.eventTypes !== undefined) endpoint.eventTypes = dto.eventTypes;
+    if (dto.enabled === false) {
+      endpoint.enabled = false;
+      endpoint.disabledReason = 'client';
+    }
+    const resumed = dto.enabled === true && !endpoint.enabled;
+    if (dto.enabled === true) {
+      // A fresh start: the five days of failures that may have disabled it count from now again.
+      Object.assign(endpoint, { enabled: true, disabledReason: null, failingSince: null });
+    }
+    const saved = await this.tx.manager.save(endpoint);
+    if (resumed) await this.tx.manager.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
+    return this.map(saved);
+  }
+
+  /** Pending deliveries to it go with it (ON DELETE CASCADE); an attempt in flight finds nothing to record. */
+  async remove(source: string, id: string): Promise<void> {
+    const result = isUuid(id) ? await this.tx.manager.delete(WebhookEndpointEntity, { id, source }) : { affected: 0 };
+    if (!result.affected) throw this.notFound();
+  }
+
+  /** The old secret keeps signing, beside the new one, for OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS. */
+  async rotateSecret(source: string, id: string): Promise<WebhookEndpointWithSecretDto> {
+    if (!isUuid(id)) throw this.notFound();
+    const [rows] = await this.tx.manager.query(
+      `UPDATE webhook_endpoints
+          SET previous_secret = secret, secret = $3, previous_secret_expires_at = now() + make_interval(secs => $4), updated_at = now()
+        WHERE id = $1 AND source = $2
+       RETURNING id`,
+      [id, source, generateSecret(), this.config.OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS],
+    );
+    if (rows.length === 0) throw this.notFound();
+    const endpoint = await this.find(source, id);
+    return { ...this.map(endpoint), secret: endpoint.secret };
+  }
+
+  async listForAdmin(source: string | undefined): Promise<AdminWebhookEndpointDto[]> {
+    const endpoints = await this.tx.manager.find(WebhookEndpointEntity, { where: source ? { source } : {}, order: { createdAt: 'DESC' }, take: 500 });
+    return endpoints.map((endpoint) => ({ source: endpoint.source, ...this.map(endpoint) }));
+  }
+
+  /** Another source's endpoint, an unknown id and a non-UUID are all the same 404. */
+  async find(source: string, id: string): Promise<WebhookEndpointEntity> {
+    const endpoint = isUuid(id) ? await this.tx.manager.findOneBy(WebhookEndpointEntity, { id, source }) : null;
+    if (!endpoint) throw this.notFound();
+    return endpoint;
+  }
+
+  private notFound(): AppError {
+    return new AppError('NOT_FOUND', 'No such webhook endpoint');
+  }
+
+  private map(endpoint: WebhookEndpointEntity): WebhookEndpointResponseDto {
+    return {
+      id: endpoint.id,
+      url: endpoint.url,
+      description: endpoint.description,
+      eventTypes: endpoint.eventTypes,
+      enabled: endpoint.enabled,
+      disabledReason: endpoint.disabledReason,
+      createdAt: endpoint.createdAt.toISOString(),
+      updatedAt: endpoint.updatedAt.toISOString(),
+    };
+  }
+}

@@ -1,0 +1,173 @@
+import { Client } from 'pg';
+import { freePort } from '../../src/database/embedded-postgres';
+import { createTestDatabase, dropTestDatabase } from '../support/database';
+import { documentBody, newIdempotencyKey, newSourceWithKey } from '../support/factories';
+import { Spawned, startGateway, waitFor } from '../support/processes';
+import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+const ENV = {
+  OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',
+  OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '1s,1s',
+  OUTBOUND_WEBHOOKS_POLL_SECONDS: '1',
+};
+
+const registerEndpoint = async (post: (url: string, body: unknown, key: string) => Promise<{ status: number; body: { id: string } }>, key: string, url: string) => {
+  const res = await post('/api/v1/webhook-endpoints', { url, eventTypes: ['document.created'] }, key);
+  expect(res.status).toBe(201);
+  return res.body;
+};
+
+describe('push notifications across instances', () => {
+  let receiver: WebhookReceiver;
+  beforeEach(async () => {
+    receiver = await new WebhookReceiver().start();
+  });
+  afterEach(() => receiver.stop());
+
+  it('delivers 40 events created through two instances exactly once each', async () => {
+    const a = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_LEASE_SECONDS: '30' } });
+    const b = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_LEASE_SECONDS: '30' }, databaseUrl: a.databaseUrl });
+    try {
+      // A slow receiver, so that both instances have attempts in flight at the same time.
+      receiver.respond = () => ({ status: 200, delayMs: 30 });
+      const key = await newSourceWithKey(a.app);
+      const inject = (app: TestApp) => (url: string, body: unknown, apiKey: string) =>
+        app.app
+          .inject({ method: 'POST', url, headers: { 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() }, payload: body as object })
+          .then((res) => ({ status: res.statusCode, body: res.json() }));
+      const endpoint = await registerEndpoint(inject(a), key.key, receiver.url);
+      const created = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => inject(i % 2 ? a : b)('/api/v1/documents', documentBody(key.source), key.key)),
+      );
+      expect(created.map((r) => r.status)).toEqual(Array(40).fill(201));
+
+      const rows = await waitFor(async () => {
+        const { rows } = await a.db.query(`SELECT event_id, status, attempts FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id]);
+        return rows.length === 40 && rows.every((r) => r.status === 'succeeded') && rows;
+      }, '40 delivered');
+      expect(rows.map((r) => r.attempts)).toEqual(Array(40).fill(1));
+      const ids = receiver.messages.map((m) => m.headers['webhook-id']);
+      expect(ids).toHaveLength(40);
+      expect(new Set(ids)).toEqual(new Set(rows.map((r) => String(r.event_id))));
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+
+  it('releases the claims of attempts still running when an instance shuts down, for another to make at once', async () => {
+    const leaving = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' } });
+    const { databaseUrl } = leaving;
+    receiver.respond = () => 'hang';
+    const key = await newSourceWithKey(leaving.app);
+    const post = (url: string, body: unknown, apiKey: string) =>
+      leaving.app
+        .inject({ method: 'POST', url, headers: { 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() }, payload: body as object })
+        .then((res) => ({ status: res.statusCode, body: res.json() }));
+    const endpoint = await registerEndpoint(post, key.key, receiver.url);
+    expect((await post('/api/v1/documents', documentBody(key.source), key.key)).status).toBe(201);
+    await waitFor(async () => receiver.messages.length === 1, 'the attempt in flight');
+
+    const db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      // close() without dropping the database: the next instance works on it.
+      await leaving.app.close();
+      const [row] = (await db.query(`SELECT status, leased_by, attempts FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows;
+      expect(row).toEqual({ status: 'pending', leased_by: null, attempts: 0 });
+
+      receiver.respond = () => ({ status: 200 });
+      const next = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' }, databaseUrl });
+      try {
+        // Well before the 100 s lease could have ended: the claim was released.
+        await waitFor(async () => (await db.query(`SELECT status FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows[0].status === 'succeeded', 'the released delivery', 30000);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      await db.end();
+      await leaving.db.end().catch(() => undefined);
+      await dropTestDatabase(databaseUrl);
+    }
+  });
+
+  describe('an instance killed with SIGKILL mid-attempt', () => {
+    let databaseUrl: string;
+    let gateway: Spawned | undefined;
+    let survivor: TestApp | undefined;
+
+    beforeAll(async () => {
+      databaseUrl = await createTestDatabase();
+    });
+    afterAll(async () => {
+      if (gateway?.child.exitCode === null) gateway.child.kill('SIGKILL');
+      await survivor?.close();
+      await dropTestDatabase(databaseUrl);
+    });
+
+    it("has its claimed deliveries attempted by another instance once the lease has passed", async () => {
+      const port = await freePort();
+      // The lease is short for the test; attempts would time out after 5 s, long after the kill.
+      gateway = startGateway({
+        ...ENV,
+        DATABASE_URL: databaseUrl,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+        LOG_LEVEL: 'warn',
+        OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '5',
+        OUTBOUND_WEBHOOKS_LEASE_SECONDS: '6',
+      });
+      const base = `http://127.0.0.1:${port}`;
+      await waitFor(async () => (await fetch(`${base}/health/ready`)).ok, 'gateway');
+      const post = async (url: string, body: unknown, apiKey: string) => {
+        const res = await fetch(`${base}${url}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() },
+          body: JSON.stringify(body),
+        });
+        return { status: res.status, body: await res.json() };
+      };
+      const issued = await fetch(`${base}/admin/api-keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ source: 'killed-instance' }),
+      });
+      const { key } = (await issued.json()) as { key: string };
+      receiver.respond = () => 'hang';
+      const endpoint = await registerEndpoint(post, key, receiver.url);
+      for (let i = 0; i < 3; i += 1) expect((await post('/api/v1/documents', documentBody('killed-instance'), key)).status).toBe(201);
+      await waitFor(async () => receiver.messages.length === 3, 'three attempts in flight');
+
+      gateway.child.kill('SIGKILL');
+      await gateway.exited;
+      const claimed = await survivorQuery(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE leased_by IS NOT NULL AND status = 'pending'`);
+      expect(claimed).toBe(3);
+
+      receiver.respond = () => ({ status: 200 });
+      survivor = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '5', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '6' }, databaseUrl });
+      const rows = await waitFor(async () => {
+        const { rows } = await survivor!.db.query(`SELECT event_id, status, attempts FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id]);
+        return rows.every((r) => r.status === 'succeeded') && rows;
+      }, 'the three deliveries to be taken over');
+      expect(rows).toHaveLength(3);
+      // Each event twice in all, under one webhook-id, the second not before the killed instance's lease ran out.
+      for (const row of rows) {
+        const [killed, takenOver] = receiver.attemptsOf(String(row.event_id));
+        expect(receiver.attemptsOf(String(row.event_id))).toHaveLength(2);
+        expect(takenOver.receivedAt - killed.receivedAt).toBeGreaterThanOrEqual(3000);
+      }
+    });
+
+    async function survivorQuery(sql: string): Promise<number> {
+      const client = new Client({ connectionString: databaseUrl });
+      await client.connect();
+      try {
+        return (await client.query(sql)).rows[0].n;
+      } finally {
+        await client.end();
+      }
+    }
+  });
+});

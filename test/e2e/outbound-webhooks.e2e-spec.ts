@@ -1,0 +1,430 @@
+import { Webhook } from 'standardwebhooks';
+import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories';
+import { waitFor } from '../support/processes';
+import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+/** Short delays so retries happen within a test; everything else as in production. */
+const ENV = {
+  OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',
+  OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '1s,1s',
+  OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '2',
+  OUTBOUND_WEBHOOKS_LEASE_SECONDS: '10',
+};
+
+interface FeedEvent {
+  id: string;
+  type: string;
+  documentId: string;
+  status: string;
+  createdAt: string;
+}
+
+describe('push notifications (CONTRACT §2.6)', () => {
+  let t: TestApp;
+  let acme: IssuedKey;
+  const receivers: WebhookReceiver[] = [];
+
+  const receiver = async (...args: ConstructorParameters<typeof WebhookReceiver>) => {
+    const started = await new WebhookReceiver(...args).start();
+    receivers.push(started);
+    return started;
+  };
+  const api = (key: IssuedKey, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
+    t.app.inject({
+      method,
+      url: `/api/v1/webhook-endpoints${url}`,
+      headers: { 'x-api-key': key.key, ...(method === 'POST' ? { 'x-idempotency-key': newIdempotencyKey() } : {}) },
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
+  const register = async (key: IssuedKey, url: string, extra: Record<string, unknown> = {}) => {
+    const res = await api(key, 'POST', '', { url, ...extra });
+    expect(res.statusCode).toBe(201);
+    return res.json() as { id: string; secret: string };
+  };
+  const createDocument = async (key: IssuedKey) => {
+    const res = await postDocument(t.app, key.key, documentBody(key.source));
+    expect(res.statusCode).toBe(201);
+    return res.json() as { id: string };
+  };
+  const feed = async (key: IssuedKey): Promise<FeedEvent[]> =>
+    (await t.app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': key.key } })).json().data;
+  const eventOf = async (key: IssuedKey, documentId: string, type = 'document.created') =>
+    (await feed(key)).find((e) => e.documentId === documentId && e.type === type)!;
+  const deliveries = async (key: IssuedKey, endpointId: string, query = '') => (await api(key, 'GET', `/${endpointId}/deliveries${query}`)).json();
+  const deliveryOf = async (key: IssuedKey, endpointId: string, eventId: string) =>
+    (await deliveries(key, endpointId)).data.find((d: { eventId: string }) => d.eventId === eventId);
+  const settled = (key: IssuedKey, endpointId: string, eventId: string, status: string) =>
+    waitFor(async () => {
+      const delivery = await deliveryOf(key, endpointId, eventId);
+      return delivery?.status === status && delivery;
+    }, `delivery of event ${eventId} to become ${status}`);
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: ENV });
+    acme = await newSourceWithKey(t.app);
+  });
+  afterAll(async () => {
+    await Promise.all(receivers.map((r) => r.stop()));
+    await t.close();
+  });
+
+  describe('the endpoints API', () => {
+    it('shows the whsec_ secret once, never in a GET, and replays the creation with the same secret', async () => {
+      const source = await newSourceWithKey(t.app);
+      const idempotencyKey = newIdempotencyKey();
+      const post = () =>
+        t.app.inject({
+          method: 'POST',
+          url: '/api/v1/webhook-endpoints',
+          headers: { 'x-api-key': source.key, 'x-idempotency-key': idempotencyKey },
+          payload: { url: 'https://hooks.example.com/tax', description: 'ERP', eventTypes: ['document.created'] },
+        });
+      const created = await post();
+      expect(created.statusCode).toBe(201);
+      const body = created.json();
+      expect(body).toEqual({
+        id: expect.any(String),
+        url: 'https://hooks.example.com/tax',
+        description: 'ERP',
+        eventTypes: ['document.created'],
+        enabled: true,
+        disabledReason: null,
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+        secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+      });
+      expect(created.headers['cache-control']).toBe('no-store');
+      const replay = await post();
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.headers['cache-control']).toBe('no-store');
+      expect(replay.json().secret).toBe(body.secret);
+
+      const { secret, ...withoutSecret } = body;
+      expect((await api(source, 'GET', `/${body.id}`)).json()).toEqual(withoutSecret);
+      expect((await api(source, 'GET', '')).json()).toEqual({ data: [withoutSecret] });
+      expect(JSON.stringify((await api(source, 'GET', '')).json())).not.toContain(secret);
+    });
+
+    it('defaults to every event type, patches each field, and deletes with 204', async () => {
+      const source = await newSourceWithKey(t.app);
+      const { id } = await register(source, 'https://hooks.example.com/a');
+      expect((await api(source, 'GET', `/${id}`)).json().eventTypes).toEqual(['document.created', 'document.status_changed']);
+      const patched = await api(source, 'PATCH', `/${id}`, { url: 'https://hooks.example.com/b', description: 'new', eventTypes: ['document.status_changed'], enabled: false });
+      expect(patched.statusCode).toBe(200);
+      expect(patched.json()).toMatchObject({ url: 'https://hooks.example.com/b', description: 'new', eventTypes: ['document.status_changed'], enabled: false, disabledReason: 'client' });
+      expect((await api(source, 'PATCH', `/${id}`, { enabled: true, description: null })).json()).toMatchObject({ enabled: true, disabledReason: null, description: null });
+      expect((await api(source, 'DELETE', `/${id}`)).statusCode).toBe(204);
+      expect((await api(source, 'GET', `/${id}`)).statusCode).toBe(404);
+      expect((await api(source, 'DELETE', `/${id}`)).statusCode).toBe(404);
+    });
+
+    it('refuses bad bodies with 422 naming each field, and changes nothing', async () => {
+      const source = await newSourceWithKey(t.app);
+      const res = await api(source, 'POST', '', { url: 'ftp://x.example.com', eventTypes: [], description: '', extra: 1 });
+      expect(res.statusCode).toBe(422);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.json().errors.map((e: { field: string }) => e.field).sort()).toEqual(['description', 'eventTypes', 'extra']);
+      const badUrl = await api(source, 'POST', '', { url: 'ftp://x.example.com' });
+      expect(badUrl.json()).toMatchObject({ status: 422, code: 'VALIDATION_ERROR', errors: [{ field: 'url', message: 'must be an http:// or https:// URL' }] });
+      const unknownType = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: ['document.deleted'] });
+      expect(unknownType.json().errors).toEqual([{ field: 'eventTypes', message: expect.stringContaining('document.created') }]);
+      const credentials = await api(source, 'POST', '', { url: 'https://user:pw@x.example.com/' });
+      expect(credentials.json().errors).toEqual([{ field: 'url', message: 'must not contain credentials' }]);
+      const long = await api(source, 'POST', '', { url: `https://x.example.com/${'a'.repeat(2048)}` });
+      expect(long.statusCode).toBe(422);
+      expect((await api(source, 'GET', '')).json()).toEqual({ data: [] });
+    });
+
+    it('allows at most 10 endpoints per source, also when created in parallel', async () => {
+      const source = await newSourceWithKey(t.app);
+      const results = await Promise.all(Array.from({ length: 14 }, (_, i) => api(source, 'POST', '', { url: `https://hooks.example.com/${i}` })));
+      expect(results.filter((r) => r.statusCode === 201)).toHaveLength(10);
+      const refused = results.filter((r) => r.statusCode !== 201);
+      expect(refused.map((r) => r.json().code)).toEqual(Array(4).fill('VALIDATION_ERROR'));
+      expect((await api(source, 'GET', '')).json().data).toHaveLength(10);
+    });
+
+    it("answers 404 for another source's endpoint, an unknown id and a non-UUID", async () => {
+      const owner = await newSourceWithKey(t.app);
+      const other = await newSourceWithKey(t.app);
+      const { id } = await register(owner, 'https://hooks.example.com/own');
+      for (const [method, url, payload] of [
+        ['GET', `/${id}`],
+        ['PATCH', `/${id}`, { enabled: false }],
+        ['DELETE', `/${id}`],
+        ['POST', `/${id}/rotate-secret`],
+        ['GET', `/${id}/deliveries`],
+        ['POST', `/${id}/deliveries/1/retry`],
+        ['GET', '/00000000-0000-0000-0000-000000000000'],
+        ['GET', '/not-a-uuid'],
+      ] as const) {
+        const res = await api(other, method, url, payload);
+        expect([method, url, res.statusCode, res.json().code]).toEqual([method, url, 404, 'NOT_FOUND']);
+      }
+      expect((await api(owner, 'GET', `/${id}`)).json().enabled).toBe(true);
+    });
+  });
+
+  describe('administration', () => {
+    it("lists every source's endpoints without secrets, the deliveries by source and status, and retries one", async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver(() => ({ status: 500 }));
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      const event = await eventOf(source, (await createDocument(source)).id);
+      const failed = await settled(source, endpoint.id, event.id, 'failed');
+
+      const admin = (method: 'GET' | 'POST', url: string, token = TEST_ADMIN_TOKEN) =>
+        t.app.inject({ method, url, headers: { authorization: `Bearer ${token}` } });
+      const endpoints = await admin('GET', `/admin/webhook-endpoints?source=${source.source}`);
+      expect(endpoints.json().data).toEqual([expect.objectContaining({ id: endpoint.id, source: source.source, url: hook.url, enabled: true })]);
+      expect(endpoints.body).not.toContain(endpoint.secret);
+      expect(endpoints.body).not.toContain('secret');
+      const listed = (await admin('GET', `/admin/outbound-deliveries?source=${source.source}&status=failed`)).json().data;
+      expect(listed).toEqual([{ ...failed, source: source.source, endpointId: endpoint.id, endpointUrl: hook.url }]);
+      expect((await admin('GET', `/admin/outbound-deliveries?source=${source.source}&status=succeeded`)).json().data).toEqual([]);
+      expect((await admin('GET', '/admin/outbound-deliveries?status=nope')).statusCode).toBe(422);
+      expect((await admin('GET', '/admin/outbound-deliveries', 'wrong-token-0123456789')).statusCode).toBe(401);
+      expect((await admin('POST', `/admin/outbound-deliveries/${failed.id}/retry`, 'wrong-token-0123456789')).statusCode).toBe(401);
+
+      hook.respond = () => ({ status: 200 });
+      const retried = await admin('POST', `/admin/outbound-deliveries/${failed.id}/retry`);
+      expect([retried.statusCode, retried.json().status]).toEqual([202, 'pending']);
+      expect(await settled(source, endpoint.id, event.id, 'succeeded')).toMatchObject({ attempts: 4 });
+      expect((await admin('POST', '/admin/outbound-deliveries/999999999/retry')).statusCode).toBe(404);
+    });
+  });
+
+  describe('delivery', () => {
+    it('pushes each event signed per Standard Webhooks, with the feed event as data and its id as webhook-id', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver();
+      const endpoint = await register(source, hook.url);
+      const document = await createDocument(source);
+      await cancelDocument(t.app, source.key, document.id);
+      await waitFor(async () => hook.messages.length >= 2, 'two messages');
+
+      const verifier = new Webhook(endpoint.secret);
+      for (const type of ['document.created', 'document.status_changed']) {
+        const event = await eventOf(source, document.id, type);
+        const [message] = hook.attemptsOf(event.id);
+        expect(message.headers['content-type']).toBe('application/json');
+        expect(Math.abs(Number(message.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+        const payload = verifier.verify(message.body, message.headers as Record<string, string>);
+        expect(payload).toEqual({ type, timestamp: event.createdAt, data: event });
+        expect(await settled(source, endpoint.id, event.id, 'succeeded')).toEqual({
+          id: expect.any(String),
+          eventId: event.id,
+          eventType: type,
+          status: 'succeeded',
+          attempts: 1,
+          lastAttemptAt: expect.any(String),
+          lastResponseStatus: 204,
+          lastError: null,
+          nextAttemptAt: null,
+        });
+      }
+      const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metrics).toMatch(/^outbound_webhook_attempts_total\{outcome="succeeded"\} [1-9]/m);
+      expect(metrics).toMatch(/^outbound_webhook_attempt_duration_seconds_count\{result="success"\} [1-9]/m);
+      expect(metrics).toMatch(/^outbound_webhook_queue_depth \d+$/m);
+      expect(metrics).toMatch(/^outbound_webhook_oldest_due_age_seconds [\d.]+$/m);
+      const [attempt] = (await t.db.query('SELECT * FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1 LIMIT 1', [endpoint.id])).rows;
+      expect(attempt).toMatchObject({ response_status: 204, error: null, duration_ms: expect.any(Number) });
+    });
+
+    it('sends only the subscribed event types, and nothing of another source', async () => {
+      const source = await newSourceWithKey(t.app);
+      const other = await newSourceWithKey(t.app);
+      const hook = await receiver();
+      await register(source, hook.url, { eventTypes: ['document.status_changed'] });
+      const document = await createDocument(source);
+      await createDocument(other);
+      await cancelDocument(t.app, source.key, document.id);
+      const cancelled = await eventOf(source, document.id, 'document.status_changed');
+      await waitFor(async () => hook.attemptsOf(cancelled.id).length === 1, 'the status change');
+      // The creation event was committed before the status change: had it been sent, it would be here.
+      expect(hook.messages.map((m) => JSON.parse(m.body).type)).toEqual(['document.status_changed']);
+    });
+
+    it('retries a 500, a timeout and a redirect on the schedule with the same webhook-id, then succeeds', async () => {
+      const source = await newSourceWithKey(t.app);
+      const answers = [{ status: 500 }, 'hang', { status: 302, headers: { location: 'http://127.0.0.1:1/elsewhere' } }, { status: 200 }] as const;
+      const hook = await receiver((_m, index) => answers[Math.min(index, answers.length - 1)] as never);
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      const document = await createDocument(source);
+      const event = await eventOf(source, document.id);
+      // Schedule 1s,1s: attempts 1, 2 and 3 fail (500, timeout, redirect); there is no fourth.
+      const failed = await settled(source, endpoint.id, event.id, 'failed');
+      expect(failed).toMatchObject({ attempts: 3, lastResponseStatus: 302, lastError: 'redirect', nextAttemptAt: null });
+      expect(hook.messages.map((m) => m.headers['webhook-id'])).toEqual([event.id, event.id, event.id]);
+      const gaps = hook.messages.slice(1).map((m, i) => m.receivedAt - hook.messages[i].receivedAt);
+      expect(gaps.every((gap) => gap >= 900)).toBe(true);
+      const attempts = (await t.db.query(
+        `SELECT a.response_status, a.error FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.event_id = $1 ORDER BY a.id`,
+        [event.id],
+      )).rows;
+      expect(attempts).toEqual([
+        { response_status: 500, error: 'http_error' },
+        { response_status: null, error: 'timeout' },
+        { response_status: 302, error: 'redirect' },
+      ]);
+
+      // A manual retry starts a fresh schedule: the receiver now answers 200.
+      const retried = await api(source, 'POST', `/${endpoint.id}/deliveries/${failed.id}/retry`);
+      expect(retried.statusCode).toBe(202);
+      expect(retried.json()).toMatchObject({ id: failed.id, status: 'pending' });
+      expect(await settled(source, endpoint.id, event.id, 'succeeded')).toMatchObject({ attempts: 4, lastResponseStatus: 200 });
+      expect(hook.attemptsOf(event.id)).toHaveLength(4);
+      const again = await api(source, 'POST', `/${endpoint.id}/deliveries/${failed.id}/retry`);
+      expect([again.statusCode, again.json().code]).toEqual([409, 'INVALID_STATE_TRANSITION']);
+      expect((await deliveries(source, endpoint.id, '?status=failed')).data).toEqual([]);
+    });
+
+    it('waits at least Retry-After after a 429', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver((_m, index) => (index === 0 ? { status: 429, headers: { 'retry-after': '3' } } : { status: 200 }));
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      const event = await eventOf(source, (await createDocument(source)).id);
+      await settled(source, endpoint.id, event.id, 'succeeded');
+      expect(hook.messages[1].receivedAt - hook.messages[0].receivedAt).toBeGreaterThanOrEqual(2900);
+    });
+
+    it('disables the endpoint on a 410 and sends it nothing more', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver(() => ({ status: 410 }));
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      const first = await eventOf(source, (await createDocument(source)).id);
+      await settled(source, endpoint.id, first.id, 'failed');
+      expect((await api(source, 'GET', `/${endpoint.id}`)).json()).toMatchObject({ enabled: false, disabledReason: 'gone' });
+      await createDocument(source);
+      expect((await deliveries(source, endpoint.id)).data).toHaveLength(1);
+      expect(hook.messages).toHaveLength(1);
+    });
+
+    it('disables an endpoint whose attempts have all failed for 5 days, and a success clears the count', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver(() => ({ status: 503 }));
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      // Failing for 4 days: one more failure keeps it enabled.
+      await t.db.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '4 days' WHERE id = $1`, [endpoint.id]);
+      const first = await eventOf(source, (await createDocument(source)).id);
+      await waitFor(async () => (await deliveryOf(source, endpoint.id, first.id))?.attempts >= 1, 'the first attempt');
+      expect((await api(source, 'GET', `/${endpoint.id}`)).json()).toMatchObject({ enabled: true, disabledReason: null });
+      await t.db.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = $1`, [endpoint.id]);
+      await createDocument(source);
+      await waitFor(async () => (await api(source, 'GET', `/${endpoint.id}`)).json().disabledReason === 'failing', 'the endpoint to be disabled');
+      expect((await api(source, 'GET', `/${endpoint.id}`)).json().enabled).toBe(false);
+
+      hook.respond = () => ({ status: 200 });
+      expect((await api(source, 'PATCH', `/${endpoint.id}`, { enabled: true })).json()).toMatchObject({ enabled: true, disabledReason: null });
+      const later = await eventOf(source, (await createDocument(source)).id);
+      await settled(source, endpoint.id, later.id, 'succeeded');
+      expect((await t.db.query('SELECT failing_since FROM webhook_endpoints WHERE id = $1', [endpoint.id])).rows[0].failing_since).toBeNull();
+    });
+
+    it('sends nothing to a disabled or a deleted endpoint', async () => {
+      const source = await newSourceWithKey(t.app);
+      const disabledHook = await receiver();
+      const deletedHook = await receiver();
+      const liveHook = await receiver();
+      const disabled = await register(source, disabledHook.url, { eventTypes: ['document.created'] });
+      const deleted = await register(source, deletedHook.url, { eventTypes: ['document.created'] });
+      const live = await register(source, liveHook.url, { eventTypes: ['document.created'] });
+      await api(source, 'PATCH', `/${disabled.id}`, { enabled: false });
+      await api(source, 'DELETE', `/${deleted.id}`);
+      const event = await eventOf(source, (await createDocument(source)).id);
+      // The live endpoint got it, so the others would have had it by now had they been sent it.
+      await settled(source, live.id, event.id, 'succeeded');
+      expect([disabledHook.messages.length, deletedHook.messages.length]).toEqual([0, 0]);
+      expect((await deliveries(source, disabled.id)).data).toEqual([]);
+    });
+
+    it('signs with the new and the previous secret during the grace period after a rotation', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver();
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      const rotated = await api(source, 'POST', `/${endpoint.id}/rotate-secret`);
+      expect(rotated.statusCode).toBe(200);
+      expect(rotated.headers['cache-control']).toBe('no-store');
+      const { secret } = rotated.json();
+      expect(secret).toMatch(/^whsec_/);
+      expect(secret).not.toBe(endpoint.secret);
+      const event = await eventOf(source, (await createDocument(source)).id);
+      await waitFor(async () => hook.attemptsOf(event.id).length === 1, 'the message');
+      const [message] = hook.attemptsOf(event.id);
+      expect(String(message.headers['webhook-signature']).split(' ')).toHaveLength(2);
+      for (const key of [secret, endpoint.secret]) {
+        expect(() => new Webhook(key).verify(message.body, message.headers as Record<string, string>)).not.toThrow();
+      }
+    });
+
+    it('pages the delivery log newest first with a cursor', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver();
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      for (let i = 0; i < 5; i += 1) await createDocument(source);
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { data: { id: string }[]; nextCursor: string | null } = await deliveries(source, endpoint.id, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        ids.push(...page.data.map((d) => d.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(ids).toHaveLength(5);
+      expect([...ids].sort((a, b) => Number(b) - Number(a))).toEqual(ids);
+      const bad = await api(source, 'GET', `/${endpoint.id}/deliveries?status=done&cursor=zzz&limit=0`);
+      expect(bad.json().errors.map((e: { field: string }) => e.field).sort()).toEqual(['limit', 'status']);
+    });
+  });
+});
+
+describe('push notifications to non-public addresses (OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=false)', () => {
+  let t: TestApp;
+  let hook: WebhookReceiver;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'false' } });
+    hook = await new WebhookReceiver().start();
+  });
+  afterAll(async () => {
+    await hook.stop();
+    await t.close();
+  });
+
+  it.each([
+    ['https://127.0.0.1/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://localhost/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://10.1.2.3/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://169.254.169.254/latest/meta-data', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://[::1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['https://[::ffff:127.0.0.1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
+    ['http://93.184.216.34/hooks', 'must be an https:// URL'],
+  ])('refuses %s at creation with 422', async (url, message) => {
+    const key = await newSourceWithKey(t.app);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/webhook-endpoints',
+      headers: { 'x-api-key': key.key, 'x-idempotency-key': newIdempotencyKey() },
+      payload: { url },
+    });
+    expect([res.statusCode, res.json().errors]).toEqual([422, [{ field: 'url', message }]]);
+    expect((await t.db.query('SELECT count(*)::int AS n FROM webhook_endpoints WHERE source = $1', [key.source])).rows[0].n).toBe(0);
+  });
+
+  it('refuses at delivery time the address actually connected to, for a literal address and for a name that resolves to one', async () => {
+    const key = await newSourceWithKey(t.app);
+    // As if registered while the name still resolved to a public address (DNS rebinding), or written by an older version.
+    const urls = [hook.url, hook.url.replace('127.0.0.1', 'localhost')];
+    for (const url of urls) {
+      await t.db.query(`INSERT INTO webhook_endpoints (source, url, event_types, secret) VALUES ($1, $2, '{document.created}', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0')`, [key.source, url]);
+    }
+    await postDocument(t.app, key.key, documentBody(key.source));
+    const errors = await waitFor(async () => {
+      const { rows } = await t.db.query(`SELECT last_error FROM outbound_deliveries WHERE source = $1 AND attempts > 0`, [key.source]);
+      return rows.length === 2 && rows.map((r) => r.last_error);
+    }, 'both attempts');
+    expect(errors).toEqual(['blocked_address', 'blocked_address']);
+    expect(hook.messages).toHaveLength(0);
+  });
+});
