@@ -11,6 +11,7 @@ import { adminHeaders, uniqueSource } from '../support/factories';
 import { ROOT } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
 import { Exchange, mismatch, OpenApiDocument, recordingFetch, schemaArbitrary } from '../support/openapi-document';
+import type { RunJourney } from '../openapi-client/journey-result';
 
 const run = promisify(execFile);
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -129,7 +130,7 @@ describe('the OpenAPI document the gateway serves', () => {
 
   it('shows, as its 422 examples, what the server answers', async () => {
     const key = (await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: uniqueSource('examples') } })).json().key as string;
-    const cases = [
+    const cases: Array<{ path: string; method: string; url?: string; init: RequestInit }> = [
       { path: '/api/v1/documents', method: 'post', init: { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: '{}' } },
       { path: '/api/v1/documents', method: 'get', url: '/api/v1/documents?sort=newest', init: { headers: { 'X-API-Key': key } } },
       { path: '/api/v1/documents/{id}', method: 'get', url: '/api/v1/documents/%00', init: { headers: { 'X-API-Key': key } } },
@@ -154,7 +155,7 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(typeCheck).toBe('');
 
     // Loaded only now: its types did not exist before this test generated them.
-    const { runJourney } = require('../openapi-client/journey') as typeof import('../openapi-client/journey');
+    const { runJourney } = require('../openapi-client/journey') as { runJourney: RunJourney };
     const source = uniqueSource('gen');
     const exchanges: Exchange[] = [];
     const result = await runJourney(baseUrl, TEST_ADMIN_TOKEN, source, recordingFetch(exchanges));

@@ -5,15 +5,7 @@
  */
 import createClient from 'openapi-fetch';
 import type { paths } from './generated/openapi';
-
-export interface JourneyResult {
-  source: string;
-  created: { status: number; location: string | null; replayed: string | null; id: string };
-  replay: { status: number; location: string | null; replayed: string | null; id: string };
-  listedIds: string[];
-  feed: { types: string[]; documentIds: string[]; nextCursor: string | null; hasMore: boolean };
-  missing: { status: number; code: string };
-}
+import type { JourneyResult } from './journey-result';
 
 export async function runJourney(baseUrl: string, adminToken: string, source: string, fetch?: (request: Request) => Promise<Response>): Promise<JourneyResult> {
   const admin = createClient<paths>({ baseUrl, fetch, headers: { Authorization: `Bearer ${adminToken}` } });
