@@ -43,7 +43,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private readonly sender: DeliverySender;
   private readonly recorder: DeliveryRecorder;
   private readonly running = new Map<string, Promise<void>>();
+  /** Per endpoint: attempts in flight here. */
   private readonly perEndpoint = new Map<string, number>();
+  /** Per endpoint: claimed deliveries waiting for one of its slots (the prefetch). */
+  private readonly queued = new Map<string, ClaimedDelivery[]>();
+  private queuedCount = 0;
+  /** How many deliveries beyond its slots an endpoint may have claimed here (see the constructor). */
+  private readonly prefetch: number;
   private readonly timers = new Set<NodeJS.Timeout>();
   private listener: Client | null = null;
   private pumping = false;
@@ -64,6 +70,10 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       connectionsPerEndpoint: config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY,
       allowPrivate: config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE,
     });
+    // A claimed delivery waiting for a slot must still start and finish within its lease: it waits at most
+    // one attempt (the slot it waits for), then takes at most one more. Without that margin, no prefetch.
+    const attemptSeconds = config.OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS;
+    this.prefetch = config.OUTBOUND_WEBHOOKS_LEASE_SECONDS >= 2 * attemptSeconds + 5 ? config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY : 0;
     this.recorder = new DeliveryRecorder(dataSource, this.instance, (attempts) => this.recorded(attempts));
   }
 
@@ -81,8 +91,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     const listener = this.listener;
     this.listener = null;
     await listener?.end().catch(() => undefined);
-    // A claim round in progress finishes first: what it claims after `stopping` is released at once.
+    // A claim round in progress finishes first: what it claims after `stopping` is released at once,
+    // and so is what waits for a slot.
     await this.pumped;
+    const waiting = [...this.queued.values()].flat().map((delivery) => delivery.id);
+    this.queued.clear();
+    this.queuedCount = 0;
+    if (waiting.length > 0) await this.release(waiting).catch(() => undefined);
     const finished = Promise.allSettled([...this.running.values()]);
     await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
     // Attempts still running are aborted: they report `shutdown` and release their claims rather than
@@ -131,7 +146,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
 
   private async pump(): Promise<void> {
     for (;;) {
-      const free = this.config.OUTBOUND_WEBHOOKS_CONCURRENCY - this.running.size;
+      const free = this.config.OUTBOUND_WEBHOOKS_CONCURRENCY + this.prefetch - this.running.size - this.queuedCount;
       if (this.stopping || free <= 0) return;
       this.lastClaimAt = performance.now();
       const claimed = await this.claim(free);
@@ -147,11 +162,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
 
   /**
    * Leases up to `limit` due deliveries in one statement, at most as many per endpoint as it has free
-   * slots here (OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY less its attempts in flight), so nothing claimed
-   * waits in this process while its lease runs.
+   * slots here (OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY plus the prefetch, less what it has claimed), so
+   * what is claimed starts well within its lease.
    */
   private async claim(limit: number): Promise<ClaimedDelivery[]> {
-    const busy = [...this.perEndpoint];
+    const busy = [...this.perEndpoint.keys(), ...this.queued.keys()]
+      .filter((id, index, ids) => ids.indexOf(id) === index)
+      .map((id) => [id, (this.perEndpoint.get(id) ?? 0) + (this.queued.get(id)?.length ?? 0)] as const);
     // An UPDATE answers [rows, count] through TypeORM.
     const [rows]: [Array<Omit<ClaimedDelivery, 'secrets' | 'event'> & Record<string, unknown>>] = await this.dataSource.query(
       `WITH candidates AS (
@@ -186,7 +203,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
         this.config.OUTBOUND_WEBHOOKS_LEASE_SECONDS,
         busy.map(([id]) => id),
         this.instance,
-        this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY,
+        this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY + this.prefetch,
         busy.map(([, running]) => running),
       ],
     );
@@ -208,16 +225,45 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     }));
   }
 
+  /** Starts the attempt if the endpoint and the instance have a free slot, else queues it for the next one. */
   private start(delivery: ClaimedDelivery): void {
+    if (this.hasSlot(delivery.endpoint_id)) return this.launch(delivery);
+    const queue = this.queued.get(delivery.endpoint_id);
+    if (queue) queue.push(delivery);
+    else this.queued.set(delivery.endpoint_id, [delivery]);
+    this.queuedCount += 1;
+  }
+
+  private hasSlot(endpointId: string): boolean {
+    return (
+      this.running.size < this.config.OUTBOUND_WEBHOOKS_CONCURRENCY &&
+      (this.perEndpoint.get(endpointId) ?? 0) < this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY
+    );
+  }
+
+  private launch(delivery: ClaimedDelivery): void {
     this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
     const run = this.attempt(delivery).finally(() => {
       this.running.delete(delivery.id);
       const left = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
       if (left > 0) this.perEndpoint.set(delivery.endpoint_id, left);
       else this.perEndpoint.delete(delivery.endpoint_id);
+      this.launchQueued();
       this.wake();
     });
     this.running.set(delivery.id, run);
+  }
+
+  /** Starts waiting deliveries that have a slot now. */
+  private launchQueued(): void {
+    if (this.stopping) return;
+    for (const [endpointId, queue] of this.queued) {
+      while (queue.length > 0 && this.hasSlot(endpointId)) {
+        this.queuedCount -= 1;
+        this.launch(queue.shift()!);
+      }
+      if (queue.length === 0) this.queued.delete(endpointId);
+    }
   }
 
   /** Sends one message; its outcome is recorded with others by the recorder, still under this instance's lease. */
