@@ -26,6 +26,8 @@ interface ClaimedDelivery {
   url: string;
   secrets: string[];
   event: DocumentEventView;
+  /** performance.now() when the lease was taken. */
+  claimedAt: number;
 }
 
 /**
@@ -170,7 +172,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       .filter((id, index, ids) => ids.indexOf(id) === index)
       .map((id) => [id, (this.perEndpoint.get(id) ?? 0) + (this.queued.get(id)?.length ?? 0)] as const);
     // An UPDATE answers [rows, count] through TypeORM.
-    const [rows]: [Array<Omit<ClaimedDelivery, 'secrets' | 'event'> & Record<string, unknown>>] = await this.dataSource.query(
+    const claimedAt = performance.now();
+    const [rows]: [Array<Omit<ClaimedDelivery, 'secrets' | 'event' | 'claimedAt'> & Record<string, unknown>>] = await this.dataSource.query(
       `WITH candidates AS (
          SELECT c.id, row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS rank,
                 $5::int - COALESCE(busy.running, 0) AS slots
@@ -222,6 +225,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
         previousStatus: row.previous_status as DocumentEventView['previousStatus'],
         createdAt: (row.created_at as Date).toISOString(),
       },
+      claimedAt,
     }));
   }
 
@@ -254,15 +258,26 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     this.running.set(delivery.id, run);
   }
 
-  /** Starts waiting deliveries that have a slot now. */
+  /**
+   * Starts waiting deliveries that have a slot now. One that waited so long that its attempt might outlast
+   * its lease is released instead (it should not happen, the prefetch being sized for the lease), so that
+   * another instance can never attempt it at the same time.
+   */
   private launchQueued(): void {
     if (this.stopping) return;
+    const latestStart = performance.now() - (this.config.OUTBOUND_WEBHOOKS_LEASE_SECONDS - this.config.OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS - 2) * 1000;
+    const late: string[] = [];
     for (const [endpointId, queue] of this.queued) {
       while (queue.length > 0 && this.hasSlot(endpointId)) {
         this.queuedCount -= 1;
-        this.launch(queue.shift()!);
+        const delivery = queue.shift()!;
+        if (delivery.claimedAt < latestStart) late.push(delivery.id);
+        else this.launch(delivery);
       }
       if (queue.length === 0) this.queued.delete(endpointId);
+    }
+    if (late.length > 0) {
+      this.release(late).catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code }, 'Releasing push deliveries failed; they are retried after their lease'));
     }
   }
 
