@@ -88,7 +88,7 @@ export async function runPushScenario(url: string, databaseUrl: string, connecti
     db.query(`ALTER TABLE document_events ${enabled ? 'ENABLE' : 'DISABLE'} TRIGGER trg_document_events_outbound_deliveries`);
 
   const rows: string[] = [];
-  const ratios: Array<{ none: number; one: number }> = [];
+  const ratios: Array<{ none: number; one: number; oneToNone: number }> = [];
   try {
     for (let round = 1; round <= ROUNDS; round += 1) {
       // The three runs in a different order each round, so a trend in the machine's load favours none of them.
@@ -114,7 +114,7 @@ export async function runPushScenario(url: string, databaseUrl: string, connecti
         delivery = `${delivered.length}/${created.length} | ${((lastArrival - results.one.lastAnswer) / 1000).toFixed(2)} | ${percentile(delays, 50).toFixed(0)} | ${percentile(delays, 99).toFixed(0)}`;
       }
       const { without, none, one } = results as Required<typeof results>;
-      ratios.push({ none: none.rps / without.rps, one: one.rps / without.rps });
+      ratios.push({ none: none.rps / without.rps, one: one.rps / without.rps, oneToNone: one.rps / none.rps });
       rows.push(
         `| ${round} | ${without.rps.toFixed(0)} | ${none.rps.toFixed(0)} (${(none.rps / without.rps).toFixed(2)}×) | ${one.rps.toFixed(0)} (${(one.rps / without.rps).toFixed(2)}×) | ` +
           `${delivery} | ${without.non2xx + none.non2xx + one.non2xx} |`,
@@ -131,7 +131,8 @@ export async function runPushScenario(url: string, databaseUrl: string, connecti
     process.stdout.write(`${rows.join('\n')}\n`);
     process.stdout.write(
       `\nMedian over the rounds, creates/s against no trigger: trigger without endpoint ${percentile(ratios.map((r) => r.none), 50).toFixed(2)}×, ` +
-        `with one endpoint ${percentile(ratios.map((r) => r.one), 50).toFixed(2)}×\n`,
+        `with one endpoint ${percentile(ratios.map((r) => r.one), 50).toFixed(2)}×; one endpoint against the trigger without endpoint ` +
+        `${percentile(ratios.map((r) => r.oneToNone), 50).toFixed(2)}× (rounds: ${ratios.map((r) => r.oneToNone.toFixed(2)).join(', ')})\n`,
     );
     process.stdout.write(`\nIdle gateway, ${IDLE_SAMPLES} creates one at a time: first attempt p50 ${percentile(idle, 50).toFixed(1)} ms, p99 ${percentile(idle, 99).toFixed(1)} ms after the create's answer\n`);
   } finally {
