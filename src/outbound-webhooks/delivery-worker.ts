@@ -150,8 +150,10 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     for (;;) {
       const free = this.config.OUTBOUND_WEBHOOKS_CONCURRENCY + this.prefetch - this.running.size - this.queuedCount;
       if (this.stopping || free <= 0) return;
-      this.lastClaimAt = performance.now();
+      const startedAt = performance.now();
       const claimed = await this.claim(free);
+      // Only a round that found work delays the next one: an idle instance keeps answering at once.
+      if (claimed.length > 0) this.lastClaimAt = startedAt;
       if (this.stopping) {
         if (claimed.length > 0) await this.release(claimed.map((delivery) => delivery.id));
         return;
