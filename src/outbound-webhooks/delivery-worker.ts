@@ -7,14 +7,15 @@ import { DataSource } from 'typeorm';
 import type { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
 import { AppConfig, parseRetrySchedule } from '../config/app-config';
 import type { DocumentEventView } from '../documents/document-events.service';
+import { DeliveryRecorder, RecordedAttempt } from './delivery-recorder';
 import { AttemptResult, DeliverySender } from './delivery-sender';
 import { AttemptOutcome, OutboundMetrics } from './outbound-metrics';
 import { signedHeaders } from './signing';
 
 export const DELIVERIES_CHANNEL = 'outbound_deliveries';
 
-/** An endpoint that has failed every attempt for this long is disabled (`disabledReason: "failing"`). */
-const FAILING_DISABLE_AFTER = '5 days';
+/** The shortest time between two claim rounds while work keeps arriving (an idle instance claims at once). */
+const CLAIM_INTERVAL_MS = 25;
 /** How long a stopping instance lets running attempts finish before it aborts and releases them. */
 const SHUTDOWN_GRACE_MS = 3000;
 
@@ -25,6 +26,8 @@ interface ClaimedDelivery {
   url: string;
   secrets: string[];
   event: DocumentEventView;
+  /** performance.now() when the lease was taken. */
+  claimedAt: number;
 }
 
 /**
@@ -40,11 +43,20 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private readonly instance = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly schedule: number[];
   private readonly sender: DeliverySender;
+  private readonly recorder: DeliveryRecorder;
   private readonly running = new Map<string, Promise<void>>();
+  /** Per endpoint: attempts in flight here. */
   private readonly perEndpoint = new Map<string, number>();
+  /** Per endpoint: claimed deliveries waiting for one of its slots (the prefetch). */
+  private readonly queued = new Map<string, ClaimedDelivery[]>();
+  private queuedCount = 0;
+  /** How many deliveries beyond its slots an endpoint may have claimed here (see the constructor). */
+  private readonly prefetch: number;
   private readonly timers = new Set<NodeJS.Timeout>();
   private listener: Client | null = null;
   private pumping = false;
+  private pumpTimer: NodeJS.Timeout | null = null;
+  private lastClaimAt = -Infinity;
   private pumped: Promise<void> = Promise.resolve();
   private wakeAgain = false;
   private stopping = false;
@@ -60,6 +72,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       connectionsPerEndpoint: config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY,
       allowPrivate: config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE,
     });
+    // A claimed delivery waiting for a slot must still start and finish within its lease: it waits at most
+    // one attempt (the slot it waits for), then takes at most one more. Without that margin, no prefetch.
+    const attemptSeconds = config.OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS;
+    this.prefetch = config.OUTBOUND_WEBHOOKS_LEASE_SECONDS >= 2 * attemptSeconds + 5 ? config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY : 0;
+    this.recorder = new DeliveryRecorder(dataSource, this.instance, (attempts) => this.recorded(attempts));
   }
 
   onApplicationBootstrap(): void {
@@ -72,27 +89,52 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     for (const timer of this.timers) clearTimeout(timer);
+    if (this.pumpTimer) clearTimeout(this.pumpTimer);
     const listener = this.listener;
     this.listener = null;
     await listener?.end().catch(() => undefined);
-    // A claim round in progress finishes first: what it claims after `stopping` is released at once.
+    // A claim round in progress finishes first: what it claims after `stopping` is released at once,
+    // and so is what waits for a slot.
     await this.pumped;
+    const waiting = [...this.queued.values()].flat().map((delivery) => delivery.id);
+    this.queued.clear();
+    this.queuedCount = 0;
+    if (waiting.length > 0) await this.release(waiting).catch(() => undefined);
     const finished = Promise.allSettled([...this.running.values()]);
     await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
     // Attempts still running are aborted: they report `shutdown` and release their claims rather than
     // leaving them to the lease.
     await this.sender.close();
     await finished;
+    await this.recorder.flush();
   }
 
-  /** Starts a claim round now, or right after the one in progress. */
+  /**
+   * Starts a claim round now if the last one began at least CLAIM_INTERVAL_MS ago, else when it has, or
+   * right after the one in progress: an idle instance answers a NOTIFY at once, a busy one claims each
+   * batch in one statement rather than a statement per commit it hears about.
+   */
   wake(): void {
     if (this.stopping) return;
-    if (this.pumping) {
+    if (this.pumping || this.pumpTimer) {
       this.wakeAgain = true;
       return;
     }
+    const wait = this.lastClaimAt + CLAIM_INTERVAL_MS - performance.now();
+    if (wait > 0) {
+      this.pumpTimer = setTimeout(() => {
+        this.pumpTimer = null;
+        this.startPump();
+      }, wait);
+      return;
+    }
+    this.startPump();
+  }
+
+  private startPump(): void {
+    if (this.stopping) return;
     this.pumping = true;
+    this.wakeAgain = false;
     this.pumped = this.pump()
       .catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code, error: (error as Error).name }, 'Claiming push deliveries failed; will retry'))
       .finally(() => {
@@ -105,31 +147,52 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   }
 
   private async pump(): Promise<void> {
-    const perEndpointLimit = this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY;
     for (;;) {
-      const free = this.config.OUTBOUND_WEBHOOKS_CONCURRENCY - this.running.size;
+      const free = this.config.OUTBOUND_WEBHOOKS_CONCURRENCY + this.prefetch - this.running.size - this.queuedCount;
       if (this.stopping || free <= 0) return;
-      const full = [...this.perEndpoint].filter(([, count]) => count >= perEndpointLimit).map(([id]) => id);
-      const claimed = await this.claim(Math.min(free, perEndpointLimit), full);
-      const excess: string[] = [];
-      for (const delivery of claimed) {
-        if ((this.perEndpoint.get(delivery.endpoint_id) ?? 0) >= perEndpointLimit || this.stopping) excess.push(delivery.id);
-        else this.start(delivery);
+      const startedAt = performance.now();
+      const claimed = await this.claim(free);
+      // Only a round that found work delays the next one: an idle instance keeps answering at once.
+      if (claimed.length > 0) this.lastClaimAt = startedAt;
+      if (this.stopping) {
+        if (claimed.length > 0) await this.release(claimed.map((delivery) => delivery.id));
+        return;
       }
-      if (excess.length > 0) await this.release(excess);
-      if (claimed.length === 0 || excess.length === claimed.length) return;
+      for (const delivery of claimed) this.start(delivery);
+      // A full batch means more may be due: claim again at once rather than after the interval.
+      if (claimed.length < free) return;
     }
   }
 
-  private async claim(limit: number, fullEndpoints: string[]): Promise<ClaimedDelivery[]> {
+  /**
+   * Leases up to `limit` due deliveries in one statement, at most as many per endpoint as it has free
+   * slots here (OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY plus the prefetch, less what it has claimed), so
+   * what is claimed starts well within its lease.
+   */
+  private async claim(limit: number): Promise<ClaimedDelivery[]> {
+    const busy = [...this.perEndpoint.keys(), ...this.queued.keys()]
+      .filter((id, index, ids) => ids.indexOf(id) === index)
+      .map((id) => [id, (this.perEndpoint.get(id) ?? 0) + (this.queued.get(id)?.length ?? 0)] as const);
     // An UPDATE answers [rows, count] through TypeORM.
-    const [rows]: [Array<Omit<ClaimedDelivery, 'secrets' | 'event'> & Record<string, unknown>>] = await this.dataSource.query(
-      `WITH due AS (
-         SELECT d.id FROM outbound_deliveries d
-          WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+    const claimedAt = performance.now();
+    const [rows]: [Array<Omit<ClaimedDelivery, 'secrets' | 'event' | 'claimedAt'> & Record<string, unknown>>] = await this.dataSource.query(
+      `WITH candidates AS (
+         SELECT c.id, row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS rank,
+                $5::int - COALESCE(busy.running, 0) AS slots
+           FROM (SELECT d.id, d.endpoint_id, d.next_attempt_at FROM outbound_deliveries d
+                  WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+                    AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
+                    AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.id = d.endpoint_id AND w.enabled)
+                    AND NOT EXISTS (SELECT 1 FROM unnest($3::uuid[], $6::int[]) AS f(endpoint_id, running)
+                                     WHERE f.endpoint_id = d.endpoint_id AND f.running >= $5)
+                  ORDER BY d.next_attempt_at
+                  LIMIT $1 * 4) c
+           LEFT JOIN unnest($3::uuid[], $6::int[]) AS busy(endpoint_id, running) ON busy.endpoint_id = c.endpoint_id),
+       due AS (
+         SELECT d.id FROM outbound_deliveries d JOIN candidates USING (id)
+          WHERE candidates.rank <= candidates.slots
+            AND d.status = 'pending' AND d.next_attempt_at <= now()
             AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
-            AND NOT (d.endpoint_id = ANY ($3::uuid[]))
-            AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.id = d.endpoint_id AND w.enabled)
           ORDER BY d.next_attempt_at
           LIMIT $1
           FOR UPDATE OF d SKIP LOCKED)
@@ -140,7 +203,14 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
        RETURNING d.id, d.endpoint_id, d.retry_step, w.url, w.secret,
                  CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret,
                  e.id AS event_id, e.type, e.document_id, e.status, e.previous_status, e.created_at`,
-      [limit, this.config.OUTBOUND_WEBHOOKS_LEASE_SECONDS, fullEndpoints, this.instance],
+      [
+        limit,
+        this.config.OUTBOUND_WEBHOOKS_LEASE_SECONDS,
+        busy.map(([id]) => id),
+        this.instance,
+        this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY + this.prefetch,
+        busy.map(([, running]) => running),
+      ],
     );
     return rows.map((row) => ({
       id: row.id,
@@ -157,35 +227,78 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
         previousStatus: row.previous_status as DocumentEventView['previousStatus'],
         createdAt: (row.created_at as Date).toISOString(),
       },
+      claimedAt,
     }));
   }
 
+  /** Starts the attempt if the endpoint and the instance have a free slot, else queues it for the next one. */
   private start(delivery: ClaimedDelivery): void {
+    if (this.hasSlot(delivery.endpoint_id)) return this.launch(delivery);
+    const queue = this.queued.get(delivery.endpoint_id);
+    if (queue) queue.push(delivery);
+    else this.queued.set(delivery.endpoint_id, [delivery]);
+    this.queuedCount += 1;
+  }
+
+  private hasSlot(endpointId: string): boolean {
+    return (
+      this.running.size < this.config.OUTBOUND_WEBHOOKS_CONCURRENCY &&
+      (this.perEndpoint.get(endpointId) ?? 0) < this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY
+    );
+  }
+
+  private launch(delivery: ClaimedDelivery): void {
     this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
-    const run = this.attempt(delivery)
-      .catch((error: unknown) =>
-        this.logger.warn({ deliveryId: delivery.id, code: (error as { code?: unknown }).code }, 'Recording a push delivery attempt failed; it is retried after its lease'),
-      )
-      .finally(() => {
-        this.running.delete(delivery.id);
-        const left = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
-        if (left > 0) this.perEndpoint.set(delivery.endpoint_id, left);
-        else this.perEndpoint.delete(delivery.endpoint_id);
-        this.wake();
-      });
+    const run = this.attempt(delivery).finally(() => {
+      this.running.delete(delivery.id);
+      const left = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
+      if (left > 0) this.perEndpoint.set(delivery.endpoint_id, left);
+      else this.perEndpoint.delete(delivery.endpoint_id);
+      this.launchQueued();
+      this.wake();
+    });
     this.running.set(delivery.id, run);
   }
 
+  /**
+   * Starts waiting deliveries that have a slot now. One that waited so long that its attempt might outlast
+   * its lease is released instead (it should not happen, the prefetch being sized for the lease), so that
+   * another instance can never attempt it at the same time.
+   */
+  private launchQueued(): void {
+    if (this.stopping) return;
+    const latestStart = performance.now() - (this.config.OUTBOUND_WEBHOOKS_LEASE_SECONDS - this.config.OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS - 2) * 1000;
+    const late: string[] = [];
+    for (const [endpointId, queue] of this.queued) {
+      while (queue.length > 0 && this.hasSlot(endpointId)) {
+        this.queuedCount -= 1;
+        const delivery = queue.shift()!;
+        if (delivery.claimedAt < latestStart) late.push(delivery.id);
+        else this.launch(delivery);
+      }
+      if (queue.length === 0) this.queued.delete(endpointId);
+    }
+    if (late.length > 0) {
+      this.release(late).catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code }, 'Releasing push deliveries failed; they are retried after their lease'));
+    }
+  }
+
+  /** Sends one message; its outcome is recorded with others by the recorder, still under this instance's lease. */
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
     const { event } = delivery;
     const body = JSON.stringify({ type: event.type, timestamp: event.createdAt, data: event });
     const attemptedAt = new Date();
     const headers = signedHeaders(delivery.secrets, event.id, Math.floor(attemptedAt.getTime() / 1000), body);
     const result = await this.sender.send(delivery.url, headers, body);
-    if (result.error === 'shutdown') return this.release([delivery.id]);
+    if (result.error === 'shutdown') {
+      await this.release([delivery.id]).catch((error: unknown) =>
+        this.logger.warn({ deliveryId: delivery.id, code: (error as { code?: unknown }).code }, 'Releasing a push delivery failed; it is retried after its lease'),
+      );
+      return;
+    }
     const outcome = this.outcomeOf(delivery, result);
-    await this.record(delivery, attemptedAt, result, outcome);
-    this.metrics.attempted(outcome, result.durationMs / 1000);
+    const delaySeconds = outcome === 'retrying' ? this.retryDelay(delivery.retry_step, result.retryAfterSeconds) : null;
+    this.recorder.add({ deliveryId: delivery.id, attemptedAt, result, outcome, delaySeconds });
   }
 
   private outcomeOf(delivery: ClaimedDelivery, result: AttemptResult): AttemptOutcome {
@@ -194,36 +307,12 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     return delivery.retry_step < this.schedule.length ? 'retrying' : 'failed';
   }
 
-  /** The attempt, the delivery's new state and the endpoint's health, in one statement. */
-  private async record(delivery: ClaimedDelivery, attemptedAt: Date, result: AttemptResult, outcome: AttemptOutcome): Promise<void> {
-    const delaySeconds = outcome === 'retrying' ? this.retryDelay(delivery.retry_step, result.retryAfterSeconds) : null;
-    const status = outcome === 'succeeded' ? 'succeeded' : outcome === 'retrying' ? 'pending' : 'failed';
-    const stale = `w.failing_since < now() - interval '${FAILING_DISABLE_AFTER}'`;
-    const failing = `failing_since = COALESCE(w.failing_since, now()), enabled = NOT COALESCE(${stale}, false),
-      disabled_reason = CASE WHEN ${stale} THEN 'failing' END, updated_at = CASE WHEN ${stale} THEN now() ELSE w.updated_at END`;
-    const endpointUpdate = {
-      succeeded: `failing_since = NULL`,
-      gone: `enabled = false, disabled_reason = 'gone', updated_at = now()`,
-      retrying: failing,
-      failed: failing,
-    };
-    await this.dataSource.query(
-      `WITH delivery AS (
-         UPDATE outbound_deliveries
-            SET status = $2::varchar, attempts = attempts + 1, retry_step = retry_step + CASE WHEN $2::varchar = 'pending' THEN 1 ELSE 0 END,
-                next_attempt_at = CASE WHEN $3::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $3::float8) END,
-                lease_expires_at = NULL, leased_by = NULL,
-                last_attempt_at = $4::timestamptz, last_response_status = $5::smallint, last_error = $6::varchar
-          WHERE id = $1 AND leased_by = $8
-          RETURNING id, endpoint_id),
-       attempt AS (
-         INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms, response_status, error, response_excerpt)
-         SELECT id, $4::timestamptz, $7::integer, $5::smallint, $6::varchar, $9::varchar FROM delivery)
-       UPDATE webhook_endpoints w SET ${endpointUpdate[outcome]}
-         FROM delivery WHERE w.id = delivery.endpoint_id AND ${outcome === 'succeeded' ? 'w.failing_since IS NOT NULL' : 'w.enabled'}`,
-      [delivery.id, status, delaySeconds, attemptedAt, result.status, result.error, result.durationMs, this.instance, result.excerpt],
-    );
-    if (delaySeconds !== null && delaySeconds < this.config.OUTBOUND_WEBHOOKS_POLL_SECONDS) this.wakeIn(delaySeconds);
+  /** After the recorder wrote a batch: metrics, and a wake-up for retries due before the next poll. */
+  private recorded(attempts: RecordedAttempt[]): void {
+    for (const { outcome, result, delaySeconds } of attempts) {
+      this.metrics.attempted(outcome, result.durationMs / 1000);
+      if (delaySeconds !== null && delaySeconds < this.config.OUTBOUND_WEBHOOKS_POLL_SECONDS) this.wakeIn(delaySeconds);
+    }
   }
 
   /** The schedule's delay ±10 % (so retries of many deliveries spread out), never sooner than Retry-After. */

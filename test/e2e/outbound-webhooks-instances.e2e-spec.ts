@@ -92,6 +92,53 @@ describe('push notifications across instances', () => {
     }
   });
 
+  it("claims ahead only as much as an endpoint's slots allow, and releases what waits for a slot on shutdown", async () => {
+    // 2 slots per endpoint, and a lease long enough for one attempt's wait and its own: 2 more are claimed ahead.
+    const env = { ...ENV, OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY: '2', OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' };
+    const leaving = await startTestApp({ env });
+    const { databaseUrl } = leaving;
+    receiver.respond = () => 'hang';
+    const key = await newSourceWithKey(leaving.app);
+    const post = (url: string, body: unknown, apiKey: string) =>
+      leaving.app
+        .inject({ method: 'POST', url, headers: { 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() }, payload: body as object })
+        .then((res) => ({ status: res.statusCode, body: res.json() }));
+    const endpoint = await registerEndpoint(post, key.key, receiver.url);
+    for (let i = 0; i < 6; i += 1) expect((await post('/api/v1/documents', documentBody(key.source), key.key)).status).toBe(201);
+
+    const db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+    const leased = async () =>
+      (await db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND leased_by IS NOT NULL`, [endpoint.id])).rows[0].n;
+    try {
+      await waitFor(async () => receiver.messages.length === 2 && (await leased()) === 4, 'two attempts in flight and two claimed ahead');
+      expect(receiver.messages).toHaveLength(2);
+
+      await leaving.app.close();
+      const rows = (await db.query(`SELECT status, leased_by, attempts FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows;
+      expect(rows).toEqual(Array(6).fill({ status: 'pending', leased_by: null, attempts: 0 }));
+
+      receiver.respond = () => ({ status: 200 });
+      const next = await startTestApp({ env, databaseUrl });
+      try {
+        await waitFor(
+          async () => (await db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND status = 'succeeded'`, [endpoint.id])).rows[0].n === 6,
+          'all six delivered',
+          30000,
+        );
+        const ids = receiver.messages.slice(2).map((m) => m.headers['webhook-id']);
+        expect(new Set(ids).size).toBe(6);
+        expect(ids).toHaveLength(6);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      await db.end();
+      await leaving.db.end().catch(() => undefined);
+      await dropTestDatabase(databaseUrl);
+    }
+  });
+
   describe('an instance killed with SIGKILL mid-attempt', () => {
     let databaseUrl: string;
     let gateway: Spawned | undefined;
