@@ -4,6 +4,8 @@ import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app'
 
 /** Background jobs that may run during a request; they are not the request's work. */
 const BACKGROUND = new Set(['api-key-usage', 'idempotency-purge', 'admin-auth-failures-purge']);
+/** The push delivery worker polls on a timer with unnamed statements; no request path names its table. */
+const DELIVERY_WORKER = /\boutbound_deliveries\b/;
 
 /**
  * Every statement the gateway sends to PostgreSQL goes through pg's Client#query; this records what
@@ -15,9 +17,12 @@ async function statementsOf(work: () => Promise<unknown>, values: Record<string,
   const original = Client.prototype.query;
   Client.prototype.query = function (this: Client, ...args: unknown[]) {
     const config = args[0] as string | { name?: string; text: string; values?: unknown[] };
-    const label = typeof config === 'string' ? config.trim().split(/\s+/)[0] : (config.name ?? config.text.trim().split(/\s+/)[0]);
-    if (!BACKGROUND.has(label)) sent.push(label);
-    if (typeof config !== 'string' && config.name) values[config.name] = config.values ?? [];
+    const text = typeof config === 'string' ? config : config.text;
+    const label = typeof config === 'string' ? text.trim().split(/\s+/)[0] : (config.name ?? text.trim().split(/\s+/)[0]);
+    if (!BACKGROUND.has(label) && !DELIVERY_WORKER.test(text)) {
+      sent.push(label);
+      if (typeof config !== 'string' && config.name) values[config.name] = config.values ?? [];
+    }
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof Client.prototype.query;
   try {
