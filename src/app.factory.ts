@@ -66,7 +66,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   registerHttpHooks(fastify, rawBodyRoutes);
   registerJsonBodyParser(fastify, rawBodyRoutes, config.BODY_LIMIT_BYTES);
   app.get(MetricsService).instrument(fastify);
-  setupOpenApi(app, { anyMediaTypeRoutes: rawBodyRoutes });
+  setupOpenApi(app, { rawBodyRoutes });
   await app.init();
   await fastify.ready();
   return app;

@@ -16,11 +16,12 @@ export interface OperatorDatabase {
 export class OperatorError extends Error {}
 
 /**
- * The database the gateway would use (DATABASE_URL, else the embedded cluster under DATA_DIR; one a
- * running gateway owns is shared and left running), with the schema brought up to date the way the
- * gateway does it at start. Only a command that writes (`create: true`) may initialise a new embedded
- * cluster; reading from one that does not exist is an error, not an empty answer. The services are wired by hand rather than through a Nest context: three
- * constructors, no bootstrap logging, no retry loop, and a database that is down fails at once.
+ * The database the gateway would use (DATABASE_URL, else the PG* variables, else the embedded cluster
+ * under DATA_DIR; one a running gateway owns is shared and left running), with the schema brought up to
+ * date the way the gateway does it at start. Only a command that writes (`create: true`) may initialise a
+ * new embedded cluster; reading from one that does not exist is an error, not an empty answer. The
+ * services are wired by hand rather than through a Nest context: four constructors, no bootstrap logging,
+ * no retry loop, and a database that is down fails at once.
  */
 export async function openOperatorDatabase(
   config: AppConfig,

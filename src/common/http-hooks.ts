@@ -39,7 +39,10 @@ export function mediaTypeRefusal(headers: Headers): AppError | null {
   return null;
 }
 
-/** `anyMediaTypeRoutes` verify their bodies themselves (a signature), so the media type is not theirs to refuse. */
+/**
+ * `anyMediaTypeRoutes` verify a signature over their raw bodies first: they refuse a wrong media type
+ * themselves, after the signature, so that an unsigned request of any type stays a 401.
+ */
 export function registerHttpHooks(fastify: FastifyInstance, anyMediaTypeRoutes: readonly string[]): void {
   // While shutting down, answers to requests that were already in flight close their connection;
   // otherwise a client's keep-alive socket would hold the server open until it times out.

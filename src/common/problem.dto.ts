@@ -2,7 +2,8 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import type { ExampleObject, HeaderObject, ResponseObject } from '@nestjs/swagger';
 import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
-import { PROBLEM_CONTENT_TYPE, problemTitle, RETRY_AFTER_DATABASE_SECONDS } from './problem';
+import { DATABASE_FAILURES } from './database-failure';
+import { PROBLEM_CONTENT_TYPE, problemTitle } from './problem';
 
 export class FieldErrorDto {
   @ApiProperty({ example: 'taxpayer.country', description: 'A body field by its JSON path, a header, or a query or path parameter' })
@@ -85,11 +86,13 @@ function exampleOf(code: ErrorCode, context: ProblemContext): { detail: string; 
   }
 }
 
+const DATABASE_WAITS = Object.values(DATABASE_FAILURES).map((failure) => failure.retryAfterSeconds);
+
 /** Codes whose answer tells the client when to try again. */
 const RETRY_AFTER: Partial<Record<ErrorCode, string>> = {
   IDEMPOTENCY_KEY_IN_USE: 'retry after 1 second',
   RATE_LIMITED: 'seconds until the limit resets',
-  SERVICE_UNAVAILABLE: `retry after ${RETRY_AFTER_DATABASE_SECONDS} seconds`,
+  SERVICE_UNAVAILABLE: `retry after ${Math.min(...DATABASE_WAITS)} to ${Math.max(...DATABASE_WAITS)} seconds, by cause`,
 };
 
 export function byStatus(codes: Iterable<ErrorCode>): Map<number, ErrorCode[]> {

@@ -60,6 +60,8 @@ describe('loadConfig', () => {
     [{ HTTP_MAX_CONNECTIONS: '0' }, 'HTTP_MAX_CONNECTIONS must be an integer from 1 to 1000000 (got "0")'],
     [{ HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '6000' }, 'HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS'],
     [{ OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '5s,,1h' }, 'OUTBOUND_WEBHOOKS_RETRY_SCHEDULE must be 1 to 20 comma-separated delays such as 5s,5m,2h,1d (got "5s,,1h")'],
+    [{ PGPORT: '0' }, 'PGPORT must be an integer from 1 to 65535 (got "0")'],
+    [{ OUTBOUND_WEBHOOKS_LEASE_SECONDS: '111' }, 'OUTBOUND_WEBHOOKS_LEASE_SECONDS must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS (got "111")'],
     [{ OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'maybe' }, 'OUTBOUND_WEBHOOKS_ALLOW_PRIVATE must be true or false (got "maybe")'],
     [
       { OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '30' },

@@ -27,6 +27,8 @@ export function parseRetrySchedule(schedule: string): number[] {
   return schedule.split(',').map((delay) => Number(delay.slice(0, -1)) * DELAY_UNIT_SECONDS[delay.at(-1) as keyof typeof DELAY_UNIT_SECONDS]);
 }
 
+const LEASE_RULE = 'greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS';
+
 /** A lease shorter than an attempt could let a second instance start the same delivery while the first is still sending. */
 @ValidatorConstraint({ name: 'greaterThanTimeout' })
 class GreaterThanTimeout implements ValidatorConstraintInterface {
@@ -45,9 +47,12 @@ const SECRET_VARIABLES = new Set(['DATABASE_URL', 'PGPASSWORD', 'ADMIN_TOKEN', '
 const toInt = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
 
-/** An integer variable within [min, max]; the message states the range, as the README does. */
-function IntInRange(min: number, max: number): PropertyDecorator {
-  const message = `must be an integer from ${min} to ${max}`;
+/**
+ * An integer variable within [min, max]; the message states the range, as the README does, and any
+ * further rule the variable has to meet (`also`), so that every refusal of it reads the same.
+ */
+function IntInRange(min: number, max: number, also?: string): PropertyDecorator {
+  const message = `must be an integer from ${min} to ${max}${also ? `, ${also}` : ''}`;
   return applyDecorators(Transform(toInt), IsInt({ message }), Min(min, { message }), Max(max, { message }));
 }
 
@@ -81,10 +86,7 @@ export class AppConfig {
   PGHOST?: string;
 
   @IsOptional()
-  @Transform(toInt)
-  @IsInt({ message: 'must be an integer from 1 to 65535' })
-  @Min(1, { message: 'must be an integer from 1 to 65535' })
-  @Max(65535, { message: 'must be an integer from 1 to 65535' })
+  @IntInRange(1, 65535)
   PGPORT?: number;
 
   @IsOptional()
@@ -176,12 +178,9 @@ export class AppConfig {
   @IntInRange(0, 604800)
   OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS = 86400;
 
-  @Transform(toInt)
   // At most 110 s: a crashed instance's claims are taken over within two minutes (with the poll below).
-  @IsInt({ message: 'must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS' })
-  @Min(2, { message: 'must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS' })
-  @Max(110, { message: 'must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS' })
-  @Validate(GreaterThanTimeout, { message: 'must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS' })
+  @IntInRange(2, 110, LEASE_RULE)
+  @Validate(GreaterThanTimeout, { message: `must be an integer from 2 to 110, ${LEASE_RULE}` })
   OUTBOUND_WEBHOOKS_LEASE_SECONDS = 60;
 
   @IntInRange(1, 10)

@@ -11,8 +11,11 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 const METHODS_WITH_BODY: ReadonlySet<string> = new Set(['post', 'put', 'patch']);
 
 export interface OpenApiOptions {
-  /** Routes that take any media type (they verify their raw body themselves): no 415 there. */
-  anyMediaTypeRoutes: readonly string[];
+  /**
+   * Routes that verify a signature over their raw body before reading it: their body errors are worded
+   * as the bank webhook's. They still refuse a signed body that is not UTF-8 JSON with 415.
+   */
+  rawBodyRoutes: readonly string[];
 }
 
 const ref = ($ref: string): ReferenceObject => ({ $ref });
@@ -23,7 +26,7 @@ const ref = ($ref: string): ReferenceObject => ({ $ref });
  * documented as it behaves without repeating those rules on it:
  * - every route under /api/v1/: the API key, 401, 429 and 503 (ApiKeyGuard);
  * - every POST under /api/v1/: X-Idempotency-Key, 409 IN_USE, 422 REUSED, Idempotent-Replayed (IdempotencyInterceptor);
- * - every POST, PUT or PATCH: 413, and 415 unless it takes any media type (http-hooks);
+ * - every POST, PUT or PATCH: 413 and 415 (http-hooks, or the signature pipe after the signature);
  * - request body schemas: no unknown fields (the validation pipe's forbidNonWhitelisted);
  * - every response: X-Request-Id; every operation: 500 and 431.
  */
@@ -101,8 +104,7 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
         codes.push('VALIDATION_ERROR', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE');
       }
       if (METHODS_WITH_BODY.has(method)) {
-        codes.push('PAYLOAD_TOO_LARGE');
-        if (!options.anyMediaTypeRoutes.includes(path)) codes.push('UNSUPPORTED_MEDIA_TYPE');
+        codes.push('PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
       }
       codes.push('INTERNAL_ERROR');
       // Public operations say so explicitly, rather than leaving it to be guessed.
@@ -131,7 +133,7 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
 /** The input a 422 most often names, in the order the server checks them. */
 function validatedFirst(operation: OperationObject, path: string, idempotent: boolean, options: OpenApiOptions): ProblemContext['validated'] {
   if (idempotent) return 'idempotency-key';
-  if (operation.requestBody) return options.anyMediaTypeRoutes.includes(path) ? 'webhook-body' : 'body';
+  if (operation.requestBody) return options.rawBodyRoutes.includes(path) ? 'webhook-body' : 'body';
   return path.includes('{') ? 'path' : 'query';
 }
 

@@ -5,17 +5,12 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BrowserContext, chromium, Locator, Page } from 'playwright-core';
-import { findChromium, HOW_TO_GET_CHROMIUM } from '../support/browser';
+import { describeWithBrowser, requireChromium } from '../support/browser';
 import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { waitFor } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
-const CHROMIUM = findChromium();
-if (!CHROMIUM && process.env.CI !== 'true') {
-  // Loud on purpose: a skipped browser test is easy to miss in a green run.
-  process.stderr.write(`\n*** SKIPPING the admin console browser test: no Chromium found. To run it, ${HOW_TO_GET_CHROMIUM}. ***\n\n`);
-}
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const TOKEN_STORAGE_KEY = 'tdg.adminToken';
 const KEY_FORMAT = /^sk_tax_[0-9A-Za-z]{43}$/;
@@ -42,8 +37,7 @@ function cspDirectives(header: string | null): Map<string, string> {
   );
 }
 
-// Without a browser the suite is skipped, except on CI (CI=true), where beforeAll fails instead.
-(CHROMIUM || process.env.CI === 'true' ? describe : describe.skip)('admin console (GET /admin) in a real browser', () => {
+describeWithBrowser('admin console')('admin console (GET /admin) in a real browser', () => {
   let t: TestApp;
   let baseUrl: string;
   let userDataDir: string;
@@ -74,14 +68,14 @@ function cspDirectives(header: string | null): Map<string, string> {
   const status = (id: string, value: string) => row(id).getByTestId('key-status').filter({ hasText: value }).waitFor();
 
   beforeAll(async () => {
-    if (!CHROMIUM) throw new Error(`CI=true and no Chromium was found for the admin console test: ${HOW_TO_GET_CHROMIUM}`);
+    const executablePath = requireChromium('admin console');
     // Push notifications to a receiver on loopback, retried once after a second.
     t = await startTestApp({ env: { OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '1s' } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
     userDataDir = await mkdtemp(join(tmpdir(), 'admin-console-chromium-'));
     context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
+      executablePath,
       headless: true,
       args: CHROMIUM_ARGS,
       viewport: { width: 1280, height: 900 },

@@ -1,28 +1,26 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser, chromium } from 'playwright-core';
+import { describeWithBrowser, requireChromium } from '../support/browser';
 import { startTestApp, TestApp } from '../support/test-app';
 
-const CHROMIUM = '/usr/bin/chromium';
-
 /** Swagger UI must keep working under the Content-Security-Policy every response carries. */
-describe('the OpenAPI UI at /docs in a real browser', () => {
+describeWithBrowser('OpenAPI UI')('the OpenAPI UI at /docs in a real browser', () => {
   let t: TestApp;
   let browser: Browser;
   let baseUrl: string;
   let userDataDir: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`This test needs Chromium at ${CHROMIUM}: apt-get update && apt-get install -y chromium`);
+    const executablePath = requireChromium('OpenAPI UI');
     t = await startTestApp();
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
     userDataDir = await mkdtemp(join(tmpdir(), 'docs-ui-chromium-'));
     browser = await chromium.launch({
-      executablePath: CHROMIUM,
+      executablePath,
       headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
     });

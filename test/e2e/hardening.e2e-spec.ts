@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { AddressInfo, connect, Socket } from 'node:net';
 import { CONSOLE_CSP } from '../../src/admin/admin-console.controller';
 import { signWebhook } from '../../src/webhooks/webhook-signature';
+import { waitFor } from '../support/processes';
 import { adminHeaders, documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { startTestApp, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
 
@@ -308,8 +309,40 @@ describe('hardening: the HTTP layer on a real socket', () => {
     const raw = await rawExchange(port, ['GET /health/live HTTP/1.1\r\n', ...Array.from({ length: 1000 }, (_, i) => `X-Slow-${i}: 1\r\n`)], 200);
     expectProblem(raw, 408);
   });
+});
 
-  it('caps the number of connections', () => {
-    expect(t.app.getHttpServer().maxConnections).toBe(1024);
+describe('hardening: the connection cap', () => {
+  let t: TestApp;
+  let port: number;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { HTTP_MAX_CONNECTIONS: '2' } });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (t.app.getHttpServer().address() as AddressInfo).port;
+  });
+  afterAll(() => t.close());
+
+  it('closes a connection beyond HTTP_MAX_CONNECTIONS at once, and keeps serving the ones it holds', async () => {
+    const server = t.app.getHttpServer();
+    const connections = () => new Promise<number>((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    const held = await Promise.all(
+      [0, 1].map(async () => {
+        const socket = connect(port, '127.0.0.1');
+        await once(socket, 'connect');
+        return socket;
+      }),
+    );
+    try {
+      await waitFor(async () => (await connections()) === 2, 'both connections to be accepted', 10000);
+      const refused = await rawExchange(port, ['GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n']);
+      expect(refused).toBe('');
+      let answer = '';
+      held[0].on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+      held[0].write('GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      await once(held[0], 'close');
+      expect(parseRawResponse(answer).status).toBe(200);
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
   });
 });

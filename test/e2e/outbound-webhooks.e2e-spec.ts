@@ -22,7 +22,6 @@ interface FeedEvent {
 
 describe('push notifications (CONTRACT §2.6)', () => {
   let t: TestApp;
-  let acme: IssuedKey;
   const receivers: WebhookReceiver[] = [];
 
   const receiver = async (...args: ConstructorParameters<typeof WebhookReceiver>) => {
@@ -62,7 +61,6 @@ describe('push notifications (CONTRACT §2.6)', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ env: ENV });
-    acme = await newSourceWithKey(t.app);
   });
   afterAll(async () => {
     await Promise.all(receivers.map((r) => r.stop()));

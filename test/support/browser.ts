@@ -23,7 +23,7 @@ function playwrightCache(): string | undefined {
     .find(executable);
 }
 
-/** A Chromium for the console test: CHROME_PATH, then chromium / chromium-browser / google-chrome on PATH, then Playwright's cache. */
+/** A Chromium for the browser tests: CHROME_PATH, then chromium / chromium-browser / google-chrome on PATH, then Playwright's cache. */
 export function findChromium(): string | undefined {
   if (process.env.CHROME_PATH) return process.env.CHROME_PATH;
   const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
@@ -36,3 +36,21 @@ export function findChromium(): string | undefined {
 
 export const HOW_TO_GET_CHROMIUM =
   'install one (Debian/Ubuntu: apt-get install chromium; or npx playwright install chromium) or set CHROME_PATH to a Chrome/Chromium executable';
+
+/**
+ * `describe` for a suite that needs Chromium. Without one it is skipped with one loud line (a skipped
+ * browser test is easy to miss in a green run), except under CI=true, where it runs and `requireChromium`
+ * in its beforeAll fails it.
+ */
+export function describeWithBrowser(what: string): jest.Describe {
+  if (findChromium() || process.env.CI === 'true') return describe;
+  process.stderr.write(`\n*** SKIPPING the ${what} browser test: no Chromium found. To run it, ${HOW_TO_GET_CHROMIUM}. ***\n\n`);
+  return describe.skip;
+}
+
+/** The Chromium to launch; fails the suite, naming how to get one, when there is none. */
+export function requireChromium(what: string): string {
+  const chromium = findChromium();
+  if (!chromium) throw new Error(`CI=true and no Chromium was found for the ${what} test: ${HOW_TO_GET_CHROMIUM}`);
+  return chromium;
+}
