@@ -94,7 +94,9 @@ function spawnPostmaster(layout: ClusterLayout, port: number): Promise<ChildProc
   // TCP on loopback only, no Unix socket: nothing to collide with a system PostgreSQL.
   args.push('-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=');
   const binary = join(layout.binDir, 'postgres');
-  const child = spawn(binary, args, { ...layout.runAs, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  // A process group of its own: a Ctrl-C in the terminal signals the whole foreground group, and the
+  // cluster must outlive the gateway's drain (it is stopped after the pool is closed), not die with it.
+  const child = spawn(binary, args, { ...layout.runAs, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   return new Promise((resolveStart, reject) => {
     let output = '';
     // Read for as long as it runs: a full pipe would block the server.

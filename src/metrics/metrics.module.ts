@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { MetricsController } from './metrics.controller';
-import { MetricsTokenGuard } from './metrics-token.guard';
 import { MetricsService } from './metrics.service';
 
-@Module({ controllers: [MetricsController], providers: [MetricsService, MetricsTokenGuard], exports: [MetricsService] })
+@Module({ controllers: [MetricsController], providers: [MetricsService], exports: [MetricsService] })
 export class MetricsModule {}

@@ -14,8 +14,9 @@ export interface Spawned {
   closed: Promise<number | string>;
 }
 
-export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Spawned {
-  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `ownProcessGroup`: the child leads a process group, as a job in a terminal does (see `process.kill(-pid)`). */
+export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT, ownProcessGroup = false): Spawned {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: ownProcessGroup });
   let output = '';
   let stdout = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -57,6 +58,6 @@ export async function startClusterProcess(dataDir: string, port?: number): Promi
 }
 
 /** Starts the built gateway (`node dist/main.js`) as production would run it. */
-export function startGateway(env: NodeJS.ProcessEnv): Spawned {
-  return spawnNode([join(ROOT, 'dist', 'main.js')], { LOG_LEVEL: 'info', ...env });
+export function startGateway(env: NodeJS.ProcessEnv, ownProcessGroup = false): Spawned {
+  return spawnNode([join(ROOT, 'dist', 'main.js')], { LOG_LEVEL: 'info', ...env }, ROOT, ownProcessGroup);
 }
