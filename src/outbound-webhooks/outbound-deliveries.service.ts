@@ -1,14 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import { decodeCursor, encodeCursor } from '../common/cursor';
+import { decodeCursor, encodeCursor, isBigintPosition } from '../common/cursor';
 import { TransactionContext } from '../database/transaction-context';
 import { DELIVERIES_CHANNEL } from './delivery-worker';
 import { AdminDeliveriesQueryDto, AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import { OutboundDeliveryEntity } from './outbound-delivery.entity';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookEndpointsService } from './webhook-endpoints.service';
-
-const DELIVERY_ID = /^\d{1,19}$/;
 
 @Injectable()
 export class OutboundDeliveriesService {
@@ -58,7 +56,7 @@ export class OutboundDeliveriesService {
   }
 
   private async restart({ endpointId, deliveryId }: { endpointId?: string; deliveryId: string }) {
-    const delivery = DELIVERY_ID.test(deliveryId)
+    const delivery = isBigintPosition(deliveryId)
       ? await this.tx.manager.findOneBy(OutboundDeliveryEntity, { id: deliveryId, ...(endpointId ? { endpointId } : {}) })
       : null;
     if (!delivery) throw new AppError('NOT_FOUND', 'No such delivery');

@@ -129,6 +129,8 @@ describe('push notifications (CONTRACT §2.6)', () => {
       expect(unknownType.json().errors).toEqual([{ field: 'eventTypes', message: expect.stringContaining('document.created') }]);
       const credentials = await api(source, 'POST', '', { url: 'https://user:pw@x.example.com/' });
       expect(credentials.json().errors).toEqual([{ field: 'url', message: 'must not contain credentials' }]);
+      const nulls = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: null });
+      expect(nulls.json().errors).toEqual([{ field: 'eventTypes', message: expect.any(String) }]);
       const long = await api(source, 'POST', '', { url: `https://x.example.com/${'a'.repeat(2048)}` });
       expect(long.statusCode).toBe(422);
       expect((await api(source, 'GET', '')).json()).toEqual({ data: [] });
@@ -190,6 +192,9 @@ describe('push notifications (CONTRACT §2.6)', () => {
       expect([retried.statusCode, retried.json().status]).toEqual([202, 'pending']);
       expect(await settled(source, endpoint.id, event.id, 'succeeded')).toMatchObject({ attempts: 4 });
       expect((await admin('POST', '/admin/outbound-deliveries/999999999/retry')).statusCode).toBe(404);
+      // Above the bigint range, too: an id is looked up, and one no row can have is simply unknown.
+      expect((await admin('POST', '/admin/outbound-deliveries/9999999999999999999/retry')).statusCode).toBe(404);
+      expect((await api(source, 'POST', `/${endpoint.id}/deliveries/9999999999999999999/retry`)).statusCode).toBe(404);
     });
   });
 

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, MaxLength, ValidateIf } from 'class-validator';
+import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, MaxLength, ValidateIf } from 'class-validator';
+import { OptionalField } from '../../common/validation';
 import { MAX_URL_LENGTH } from '../endpoint-url';
 import { OUTBOUND_EVENT_TYPES } from '../webhook-endpoint.entity';
 import type { DisabledReason, OutboundEventType } from '../webhook-endpoint.entity';
@@ -20,13 +21,13 @@ export class CreateWebhookEndpointDto {
   url: string;
 
   @ApiPropertyOptional({ example: 'ERP production receiver', maxLength: 500 })
-  @IsOptional()
+  @OptionalField()
   @IsString()
   @Length(1, 500)
   description?: string;
 
   @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true, description: 'The event types to receive; absent: all' })
-  @IsOptional()
+  @OptionalField()
   @IsArray({ message: EVENT_TYPES_MESSAGE })
   @ArrayNotEmpty({ message: EVENT_TYPES_MESSAGE })
   @ArrayMaxSize(OUTBOUND_EVENT_TYPES.length, { message: EVENT_TYPES_MESSAGE })
@@ -37,7 +38,7 @@ export class CreateWebhookEndpointDto {
 
 export class UpdateWebhookEndpointDto {
   @ApiPropertyOptional({ example: 'https://erp.example.com/hooks/tax-gateway', maxLength: MAX_URL_LENGTH })
-  @IsOptional()
+  @OptionalField()
   @IsString()
   @MaxLength(MAX_URL_LENGTH)
   url?: string;
@@ -49,7 +50,7 @@ export class UpdateWebhookEndpointDto {
   description?: string | null;
 
   @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true })
-  @IsOptional()
+  @OptionalField()
   @IsArray({ message: EVENT_TYPES_MESSAGE })
   @ArrayNotEmpty({ message: EVENT_TYPES_MESSAGE })
   @ArrayMaxSize(OUTBOUND_EVENT_TYPES.length, { message: EVENT_TYPES_MESSAGE })
@@ -58,7 +59,7 @@ export class UpdateWebhookEndpointDto {
   eventTypes?: OutboundEventType[];
 
   @ApiPropertyOptional({ description: 'false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason' })
-  @IsOptional()
+  @OptionalField()
   @IsBoolean()
   enabled?: boolean;
 }
