@@ -89,7 +89,7 @@ export class TransactionContext {
    */
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.storage.getStore()) return work();
-    const client = await this.pool.connect();
+    const { client, release } = await this.checkout();
     let broken: Error | undefined;
     try {
       await client.query('START TRANSACTION');
@@ -101,7 +101,7 @@ export class TransactionContext {
       await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
-      client.release(broken);
+      release(broken);
     }
   }
 
@@ -109,7 +109,7 @@ export class TransactionContext {
   async query<R extends QueryResultRow>(sql: Statement, values: unknown[] = []): Promise<R[]> {
     const transaction = this.storage.getStore();
     if (transaction) return (await send<R>(transaction.client, sql, values)).rows;
-    const client = await this.pool.connect();
+    const { client, release } = await this.checkout();
     let failure: Error | undefined;
     try {
       return (await send<R>(client, sql, values)).rows;
@@ -118,8 +118,27 @@ export class TransactionContext {
       failure = error as Error;
       throw error;
     } finally {
-      client.release(failure);
+      release(failure);
     }
+  }
+
+  /**
+   * A pooled client that listens for its connection's errors while checked out: pg-pool listens only
+   * while a client is idle, and an 'error' event nobody listens to ends the process (the query in
+   * flight fails by itself). `release` gives the client back, or discards it if it failed or was lost.
+   */
+  private async checkout(): Promise<{ client: PoolClient; release: (failure?: Error) => void }> {
+    const client = await this.pool.connect();
+    let lost: Error | undefined;
+    const onError = (error: Error) => (lost = error);
+    client.on('error', onError);
+    return {
+      client,
+      release: (failure) => {
+        client.off('error', onError);
+        client.release(failure ?? lost);
+      },
+    };
   }
 
   private get pool(): Pool {
