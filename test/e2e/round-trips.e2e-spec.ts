@@ -2,8 +2,11 @@ import { Client } from 'pg';
 import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
-/** Background jobs that may run during a request; they are not the request's work. */
-const BACKGROUND = new Set(['api-key-usage', 'idempotency-purge', 'admin-auth-failures-purge']);
+/**
+ * Background jobs that may run during a request; they are not the request's work (LISTEN: the outbound
+ * delivery worker's own connection, which may (re)subscribe at any time).
+ */
+const BACKGROUND = new Set(['api-key-usage', 'idempotency-purge', 'admin-auth-failures-purge', 'LISTEN']);
 
 /**
  * Every statement the gateway sends to PostgreSQL goes through pg's Client#query; this records what
