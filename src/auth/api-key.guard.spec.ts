@@ -1,7 +1,7 @@
 import { ExecutionContext } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { ApiKeyGuard } from './api-key.guard';
-import { ApiKeysService } from './api-keys.service';
+import { ApiKeysService, Authentication } from './api-keys.service';
 import { AuthenticatedKey } from './authenticated-key';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyUsageRecorder } from './key-usage.recorder';
@@ -13,7 +13,7 @@ function contextFor(request: object): ExecutionContext {
 }
 
 describe('ApiKeyGuard', () => {
-  const authenticate = jest.fn<Promise<AuthenticatedKey | null>, [unknown]>();
+  const authenticate = jest.fn<Promise<Authentication | null>, [unknown, string | null]>();
   const record = jest.fn();
   const consume = jest.fn();
   const guard = new ApiKeyGuard(
@@ -40,23 +40,42 @@ describe('ApiKeyGuard', () => {
     const error = await guard.canActivate(contextFor(request)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).code).toBe('UNAUTHORIZED');
-    expect(authenticate).toHaveBeenCalledWith('sk_tax_unknown');
+    expect(authenticate).toHaveBeenCalledWith('sk_tax_unknown', null);
     expect(record).not.toHaveBeenCalled();
     expect(consume).not.toHaveBeenCalled();
     expect(request).not.toHaveProperty('apiKey');
   });
 
   it('attaches the key to the request and records its use', async () => {
-    authenticate.mockResolvedValue(KEY);
+    authenticate.mockResolvedValue({ key: KEY, storedAnswer: null });
     const request: { apiKey?: AuthenticatedKey } = Object.assign({ routeOptions: { url: '/api/v1/documents/:id' }, headers: { 'x-api-key': 'k' } });
     await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
     expect(request.apiKey).toEqual(KEY);
     expect(record).toHaveBeenCalledWith('k1');
     expect(consume).toHaveBeenCalledWith('k1');
+    expect(request).not.toHaveProperty('storedAnswer');
+  });
+
+  it("reads a POST's well-formed idempotency key with the API key and attaches its stored answer", async () => {
+    const storedAnswer = { fingerprint: 'f', status: 201, body: '{}', location: null };
+    authenticate.mockResolvedValue({ key: KEY, storedAnswer });
+    const headers = { 'x-api-key': 'k', 'x-idempotency-key': 'order-0001' };
+    const request = { method: 'POST', routeOptions: { url: '/api/v1/documents' }, headers };
+    await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
+    expect(authenticate).toHaveBeenCalledWith('k', 'order-0001');
+    expect(request).toHaveProperty('storedAnswer', storedAnswer);
+  });
+
+  it('leaves a malformed idempotency key to its own 422 and does not look it up', async () => {
+    authenticate.mockResolvedValue({ key: KEY, storedAnswer: null });
+    const request = { method: 'POST', routeOptions: { url: '/api/v1/documents' }, headers: { 'x-api-key': 'k', 'x-idempotency-key': 'bad key!' } };
+    await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
+    expect(authenticate).toHaveBeenCalledWith('k', null);
+    expect(request).not.toHaveProperty('storedAnswer');
   });
 
   it('lets the rate limiter refuse an authenticated key', async () => {
-    authenticate.mockResolvedValue(KEY);
+    authenticate.mockResolvedValue({ key: KEY, storedAnswer: null });
     consume.mockImplementation(() => {
       throw new AppError('RATE_LIMITED', 'slow down');
     });

@@ -35,6 +35,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         fingerprint: requestFingerprint(request.method, path, request.body),
         instance: path,
         requestId: String(request.id),
+        storedAnswer: request.storedAnswer,
         successStatus: Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) ?? HttpStatus.CREATED,
         alsoLock: (Reflect.getMetadata(CLAIM_ALSO, context.getHandler()) as LockOf | undefined)?.(request.body) ?? null,
         operation: () => lastValueFrom(next.handle(), { defaultValue: undefined }),

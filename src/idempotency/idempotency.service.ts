@@ -7,6 +7,7 @@ import { toProblem } from '../common/problem';
 import { AppConfig } from '../config/app-config';
 import { AdvisoryLock, statement, TransactionContext } from '../database/transaction-context';
 import { IdempotentReplay } from './idempotent-replay';
+import { StoredAnswer, storedAnswerColumns } from './stored-answer';
 
 export const IDEMPOTENCY_KEY_LENGTH = { min: 8, max: 128 } as const;
 export const IDEMPOTENCY_KEY_PATTERN = new RegExp(`^[a-zA-Z0-9._:-]{${IDEMPOTENCY_KEY_LENGTH.min},${IDEMPOTENCY_KEY_LENGTH.max}}$`);
@@ -20,6 +21,8 @@ export interface IdempotentCall {
   /** For a stored refusal's problem body, exactly as the filter renders it. */
   instance: string;
   requestId: string;
+  /** The key's stored answer when it was already read (with the API key), so no second look-up is needed. */
+  storedAnswer: StoredAnswer | null | undefined;
   /** The status Nest will send for a successful return value. */
   successStatus: number;
   /** A lock the operation will need, taken with the claim to save it a round trip (see ClaimAlso). */
@@ -35,18 +38,9 @@ function claimLockKey(source: string, key: string): string {
   return createHash('sha256').update(`idempotency\n${source}\n${key}`).digest().readBigInt64BE(0).toString();
 }
 
-interface StoredAnswer {
-  fingerprint: string;
-  status: number;
-  body: string;
-  location: string | null;
-}
-
-const RECORD_COLUMNS = `fingerprint, response_status AS status, response_body AS body, response_location AS location`;
-
 const FIND_RECORD = statement(
   'idempotency-find',
-  `SELECT ${RECORD_COLUMNS} FROM idempotency_records WHERE source = $1 AND idempotency_key = $2 AND expires_at > now()`,
+  `SELECT ${storedAnswerColumns('r')} FROM idempotency_records r WHERE r.source = $1 AND r.idempotency_key = $2 AND r.expires_at > now()`,
 );
 
 /**
@@ -117,7 +111,7 @@ export class IdempotencyService {
    */
   async execute(call: IdempotentCall): Promise<unknown> {
     // A finished request needs no claim: concurrent retries of it all get the replay, never a 409.
-    const finished = await this.findRecord(call);
+    const finished = call.storedAnswer === undefined ? await this.findRecord(call) : IdempotencyService.outcomeOf(call, call.storedAnswer);
     const outcome: Outcome = finished ?? (await this.tx.run(() => this.claimAndRun(call)));
 
     switch (outcome.kind) {
@@ -170,6 +164,10 @@ export class IdempotencyService {
   /** The live record of this key as an outcome (replay or reused), or null when there is none. */
   private async findRecord(call: IdempotentCall): Promise<Outcome | null> {
     const [answer] = await this.tx.query<StoredAnswer>(FIND_RECORD, [call.source, call.key]);
+    return IdempotencyService.outcomeOf(call, answer ?? null);
+  }
+
+  private static outcomeOf(call: IdempotentCall, answer: StoredAnswer | null): Outcome | null {
     if (!answer) return null;
     return answer.fingerprint === call.fingerprint ? { kind: 'replay', answer } : { kind: 'reused' };
   }
