@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, MaxLength, ValidateIf } from 'class-validator';
 import { OptionalField } from '../../common/validation';
@@ -6,6 +7,17 @@ import { OUTBOUND_EVENT_TYPES } from '../webhook-endpoint.entity';
 import type { DisabledReason, OutboundEventType } from '../webhook-endpoint.entity';
 
 const EVENT_TYPES_MESSAGE = `must be a non-empty list of distinct values from ${OUTBOUND_EVENT_TYPES.join(', ')}`;
+
+/** The one rule for `eventTypes`, on creation and on PATCH alike. */
+const EventTypes = () =>
+  applyDecorators(
+    OptionalField(),
+    IsArray({ message: EVENT_TYPES_MESSAGE }),
+    ArrayNotEmpty({ message: EVENT_TYPES_MESSAGE }),
+    ArrayMaxSize(OUTBOUND_EVENT_TYPES.length, { message: EVENT_TYPES_MESSAGE }),
+    ArrayUnique({ message: EVENT_TYPES_MESSAGE }),
+    IsIn(OUTBOUND_EVENT_TYPES, { each: true, message: EVENT_TYPES_MESSAGE }),
+  );
 
 const UrlProperty = () =>
   ApiProperty({
@@ -27,12 +39,7 @@ export class CreateWebhookEndpointDto {
   description?: string;
 
   @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true, description: 'The event types to receive; absent: all' })
-  @OptionalField()
-  @IsArray({ message: EVENT_TYPES_MESSAGE })
-  @ArrayNotEmpty({ message: EVENT_TYPES_MESSAGE })
-  @ArrayMaxSize(OUTBOUND_EVENT_TYPES.length, { message: EVENT_TYPES_MESSAGE })
-  @ArrayUnique({ message: EVENT_TYPES_MESSAGE })
-  @IsIn(OUTBOUND_EVENT_TYPES, { each: true, message: EVENT_TYPES_MESSAGE })
+  @EventTypes()
   eventTypes?: OutboundEventType[];
 }
 
@@ -50,12 +57,7 @@ export class UpdateWebhookEndpointDto {
   description?: string | null;
 
   @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true })
-  @OptionalField()
-  @IsArray({ message: EVENT_TYPES_MESSAGE })
-  @ArrayNotEmpty({ message: EVENT_TYPES_MESSAGE })
-  @ArrayMaxSize(OUTBOUND_EVENT_TYPES.length, { message: EVENT_TYPES_MESSAGE })
-  @ArrayUnique({ message: EVENT_TYPES_MESSAGE })
-  @IsIn(OUTBOUND_EVENT_TYPES, { each: true, message: EVENT_TYPES_MESSAGE })
+  @EventTypes()
   eventTypes?: OutboundEventType[];
 
   @ApiPropertyOptional({ description: 'false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason' })
