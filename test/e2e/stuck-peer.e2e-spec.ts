@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DataSource } from 'typeorm';
 import { freePort } from '../../src/database/embedded-postgres';
 import { cancelDocument, documentBody, newSourceWithKey, postDocument } from '../support/factories';
 import { spawnNode, Spawned, startClusterProcess, waitFor } from '../support/processes';
@@ -156,8 +157,10 @@ describe('a PostgreSQL that stops answering', () => {
   it('answers 503 within the statement timeout plus a margin instead of hanging, stays ready, and recovers', async () => {
     const source = await newSourceWithKey(t.app);
     const list = () => t.app.inject({ method: 'GET', url: '/api/v1/documents', headers: { 'x-api-key': source.key } });
-    // Both pool connections open, so the next request is bound to take a frozen one.
-    await Promise.all([list(), list(), list()]);
+    // Both pool connections open (held at once, so the pool must open two), so the next request is bound
+    // to take a frozen one.
+    const pool = t.app.get(DataSource);
+    await Promise.all([pool.query('SELECT pg_sleep(0.2)'), pool.query('SELECT pg_sleep(0.2)')]);
     frozen = (
       await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)
     ).rows.map((row: { pid: number }) => row.pid);
