@@ -1,3 +1,4 @@
+import { TransactionContext } from '../database/transaction-context';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
@@ -12,7 +13,12 @@ import { AttemptResult, DeliverySender } from './delivery-sender';
 import { AttemptOutcome, OutboundMetrics } from './outbound-metrics';
 import { signedHeaders } from './signing';
 
-export const DELIVERIES_CHANNEL = 'outbound_deliveries';
+const DELIVERIES_CHANNEL = 'outbound_deliveries';
+
+/** Wakes every instance's worker when the current transaction commits (NOTIFY is delivered on commit). */
+export async function wakeDeliveryWorkers(tx: TransactionContext): Promise<void> {
+  await tx.manager.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
+}
 
 /** The shortest time between two claim rounds while work keeps arriving (an idle instance claims at once). */
 const CLAIM_INTERVAL_MS = 25;

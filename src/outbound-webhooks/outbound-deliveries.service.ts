@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, isBigintPosition } from '../common/cursor';
 import { TransactionContext } from '../database/transaction-context';
-import { DELIVERIES_CHANNEL } from './delivery-worker';
+import { wakeDeliveryWorkers } from './delivery-worker';
 import { AdminDeliveriesQueryDto, AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import { OutboundDeliveryEntity } from './outbound-delivery.entity';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
@@ -70,7 +70,7 @@ export class OutboundDeliveriesService {
     );
     if (rows.length === 0) throw new AppError('INVALID_STATE_TRANSITION', 'The delivery has already succeeded');
     // Delivered on commit: an idle worker picks the delivery up at once.
-    await this.tx.manager.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
+    await wakeDeliveryWorkers(this.tx);
     return { delivery: Object.assign(delivery, { status: 'pending' as const, retryStep: 0, nextAttemptAt: rows[0].next_attempt_at as Date }), endpoint };
   }
 

@@ -3,7 +3,7 @@ import { AppError } from '../common/app-error';
 import { isUuid } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { TransactionContext } from '../database/transaction-context';
-import { DELIVERIES_CHANNEL } from './delivery-worker';
+import { wakeDeliveryWorkers } from './delivery-worker';
 import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto';
 import { checkEndpointUrl } from './endpoint-url';
 import { generateSecret } from './signing';
@@ -68,7 +68,7 @@ export class WebhookEndpointsService {
       Object.assign(endpoint, { enabled: true, disabledReason: null, failingSince: null });
     }
     const saved = await this.tx.manager.save(endpoint);
-    if (resumed) await this.tx.manager.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
+    if (resumed) await wakeDeliveryWorkers(this.tx);
     return this.map(saved);
   }
 
