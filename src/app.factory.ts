@@ -1,10 +1,10 @@
-import helmet from '@fastify/helmet';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule, AppModuleOptions } from './app.module';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
 import { answerClientError, answerFrameworkError } from './common/http-layer-errors';
 import { registerJsonBodyParser } from './common/json-body-parser';
+import { registerSecurityHeaders } from './common/security-headers';
 import { AppLogger } from './logging/app-logger';
 import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi/setup-openapi';
@@ -60,7 +60,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
   fastify.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
-  await app.register(helmet, { contentSecurityPolicy: { directives: DEFAULT_CSP }, frameguard: { action: 'deny' } });
+  registerSecurityHeaders(fastify, { contentSecurityPolicy: { directives: DEFAULT_CSP }, frameguard: { action: 'deny' } });
   // The bank webhook verifies a signature over its raw bytes, whatever their media type.
   const rawBodyRoutes = [BANK_WEBHOOK_PATH];
   registerHttpHooks(fastify, rawBodyRoutes);

@@ -5,7 +5,7 @@ import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
 import { AdvisoryLock } from '../database/transaction-context';
-import { ClaimAlso } from '../idempotency/idempotency.interceptor';
+import { Idempotent } from '../idempotency/idempotency.interceptor';
 import { providerReferenceLock } from './document-payments.service';
 import { DocumentsService } from './documents.service';
 import { CreateDocumentDto } from './dto/create-document.dto';
@@ -30,7 +30,7 @@ export class DocumentsController {
   constructor(private readonly documents: DocumentsService) {}
 
   @Post()
-  @ClaimAlso(documentLock)
+  @Idempotent(documentLock)
   @ApiOperation({
     operationId: 'createDocument',
     summary: 'Submit a tax document',
@@ -74,6 +74,7 @@ export class DocumentsController {
   }
 
   @Post(':id/cancel')
+  @Idempotent()
   @HttpCode(200)
   @ApiOperation({
     operationId: 'cancelDocument',

@@ -1,4 +1,4 @@
-import { CallHandler, ExecutionContext, HttpStatus, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { applyDecorators, CallHandler, ExecutionContext, HttpStatus, Injectable, NestInterceptor, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
@@ -10,12 +10,6 @@ import { requestFingerprint } from './fingerprint';
 const CLAIM_ALSO = 'idempotency:claim-also';
 
 type LockOf = (body: unknown) => AdvisoryLock | null;
-
-/**
- * Names a lock the handler will take anyway (from the raw body, before validation), so the claim
- * statement takes it too and the handler's own request for it costs nothing.
- */
-export const ClaimAlso = (lockOf: LockOf) => SetMetadata(CLAIM_ALSO, lockOf);
 
 /** Every POST under /api/v1 happens at most once per (source, X-Idempotency-Key). */
 @Injectable()
@@ -44,3 +38,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     );
   }
 }
+
+/**
+ * Makes a POST under /api/v1 happen at most once per (source, X-Idempotency-Key); every such route
+ * carries it (IdempotencyCoverage refuses to start otherwise). Scoped to those routes rather than
+ * global: an interceptor on a route costs Nest an rxjs pipeline per request, which reads never need.
+ * `alsoLock` names a lock the handler will take anyway (from the raw body, before validation), so the
+ * claim statement takes it too and the handler's own request for it costs nothing.
+ */
+export const Idempotent = (alsoLock?: LockOf) =>
+  applyDecorators(UseInterceptors(IdempotencyInterceptor), ...(alsoLock ? [SetMetadata(CLAIM_ALSO, alsoLock)] : []));

@@ -1,9 +1,14 @@
-import { Module } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
+import { Global, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { IdempotencyCoverage } from './idempotency-coverage';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyService } from './idempotency.service';
 
+/** Global so that the controllers marked @Idempotent() get the interceptor and its service wherever they live. */
+@Global()
 @Module({
-  providers: [IdempotencyService, { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor }],
+  imports: [DiscoveryModule],
+  providers: [IdempotencyService, IdempotencyInterceptor, IdempotencyCoverage],
+  exports: [IdempotencyService, IdempotencyInterceptor],
 })
 export class IdempotencyModule {}

@@ -3,6 +3,7 @@ import { ApiAcceptedResponse, ApiCreatedResponse, ApiNoContentResponse, ApiOkRes
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
+import { Idempotent } from '../idempotency/idempotency.interceptor';
 import { DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import {
   CreateWebhookEndpointDto,
@@ -33,6 +34,7 @@ export class WebhookEndpointsController {
   ) {}
 
   @Post()
+  @Idempotent()
   @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'createWebhookEndpoint',
@@ -87,6 +89,7 @@ export class WebhookEndpointsController {
   }
 
   @Post(':id/rotate-secret')
+  @Idempotent()
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')
   @ApiOperation({
@@ -115,6 +118,7 @@ export class WebhookEndpointsController {
   }
 
   @Post(':id/deliveries/:deliveryId/retry')
+  @Idempotent()
   @HttpCode(202)
   @ApiOperation({
     operationId: 'retryWebhookDelivery',
