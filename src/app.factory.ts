@@ -1,11 +1,13 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { PinoLogger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
 import { answerClientError, answerFrameworkError } from './common/http-layer-errors';
 import { registerJsonBodyParser } from './common/json-body-parser';
 import { registerSecurityHeaders } from './common/security-headers';
 import { AppLogger } from './logging/app-logger';
+import { registerRequestLog } from './logging/logging.module';
 import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi/setup-openapi';
 import { BANK_WEBHOOK_PATH } from './webhooks/webhook-signature';
@@ -64,6 +66,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   // The bank webhook verifies a signature over its raw bytes, whatever their media type.
   const rawBodyRoutes = [BANK_WEBHOOK_PATH];
   registerHttpHooks(fastify, rawBodyRoutes);
+  registerRequestLog(fastify, await app.resolve(PinoLogger));
   registerJsonBodyParser(fastify, rawBodyRoutes, config.BODY_LIMIT_BYTES);
   app.get(MetricsService).instrument(fastify);
   setupOpenApi(app, { rawBodyRoutes });

@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { LoggerModule } from 'nestjs-pino';
-import type { DestinationStream } from 'pino';
-import type { Options } from 'pino-http';
+import type { FastifyInstance } from 'fastify';
+import { LoggerModule, PinoLogger } from 'nestjs-pino';
+import type { DestinationStream, Level, LoggerOptions as Options } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { AppLogger } from './app-logger';
 
@@ -13,42 +13,61 @@ export const REDACTED_PATHS = [
   'req.headers.cookie',
 ];
 
-function pinoHttpOptions(config: AppConfig): Options {
+function pinoOptions(config: AppConfig): Options {
   return {
     level: config.LOG_LEVEL,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    genReqId: (req) => (req as { id?: string }).id ?? 'unknown',
     serializers: {
       // Log what identifies a request, not its headers or body.
-      req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({
-        id: req.id,
-        method: req.method,
-        url: req.url,
-        remoteAddress: req.remoteAddress,
-      }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-    },
-    // A line per successful request would cost more than many requests do: those are debug only. A 503
-    // is an expected condition (its cause is logged once by the error filter), not an error.
-    customLogLevel: (_req, res, err) =>
-      err || (res.statusCode >= 500 && res.statusCode !== 503) ? 'error' : res.statusCode >= 400 ? 'warn' : 'debug',
-    // pino-http attaches a made-up Error, with a stack of its own internals, to every 5xx line: drop it.
-    customErrorObject: (_req, _res, error, value: Record<string, unknown>) => {
-      if (!/^failed with status code/.test(error.message)) return value;
-      const { err: _synthetic, ...rest } = value;
-      return rest;
+      req: (req: RequestLine['req']) => ({ id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress }),
+      res: (res: RequestLine['res']) => ({ statusCode: res.statusCode }),
     },
   };
+}
+
+interface RequestLine {
+  req: { id: string; method: string; url: string; remoteAddress?: string };
+  res: { statusCode: number };
+  responseTime: number;
+}
+
+/**
+ * A line per successful request would cost more than many requests do: those are debug only. A 503
+ * is an expected condition (its cause is logged once by the error filter), not an error.
+ */
+const levelOf = (status: number): Level => (status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'debug');
+
+/**
+ * One line per answered request, written after the answer and only when its level is enabled. This
+ * replaces nestjs-pino's pino-http middleware, which built a child logger (serialising the request)
+ * and an AsyncLocalStorage scope for every request, logged or not. Lines written while handling a
+ * request name its requestId themselves.
+ */
+export function registerRequestLog(fastify: FastifyInstance, logger: PinoLogger): void {
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const level = levelOf(reply.statusCode);
+    const pino = logger.logger;
+    if (pino.isLevelEnabled(level)) {
+      const line: RequestLine = {
+        req: { id: request.id, method: request.method, url: request.url, remoteAddress: request.ip },
+        res: { statusCode: reply.statusCode },
+        responseTime: Math.round(reply.elapsedTime),
+      };
+      pino[level](line, reply.statusCode >= 500 ? 'request errored' : 'request completed');
+    }
+    done();
+  });
 }
 
 @Module({})
 export class LoggingModule {
   /** `destination` lets a test read exactly what production would write to stdout. */
   static forRoot(config: AppConfig, destination?: DestinationStream): DynamicModule {
-    const options = pinoHttpOptions(config);
+    const options = pinoOptions(config);
     return {
       module: LoggingModule,
-      imports: [LoggerModule.forRoot({ pinoHttp: destination ? [options, destination] : options })],
+      // No routes: nestjs-pino's request middleware is replaced by registerRequestLog.
+      imports: [LoggerModule.forRoot({ pinoHttp: destination ? [options, destination] : options, forRoutes: [] })],
       providers: [AppLogger],
       exports: [AppLogger],
     };
