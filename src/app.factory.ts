@@ -66,7 +66,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   // The bank webhook verifies a signature over its raw bytes, whatever their media type.
   const rawBodyRoutes = [BANK_WEBHOOK_PATH];
   registerHttpHooks(fastify, rawBodyRoutes);
-  registerRequestLog(fastify, await app.resolve(PinoLogger));
+  registerRequestLog(fastify, (await app.resolve(PinoLogger)).logger);
   registerJsonBodyParser(fastify, rawBodyRoutes, config.BODY_LIMIT_BYTES);
   app.get(MetricsService).instrument(fastify);
   setupOpenApi(app, { rawBodyRoutes });

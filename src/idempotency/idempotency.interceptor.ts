@@ -2,7 +2,6 @@ import { applyDecorators, CallHandler, ExecutionContext, HttpStatus, Injectable,
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
-import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard';
 import { AdvisoryLock } from '../database/transaction-context';
 import { IdempotencyService } from './idempotency.service';
 import { requestFingerprint } from './fingerprint';
@@ -11,14 +10,13 @@ const CLAIM_ALSO = 'idempotency:claim-also';
 
 type LockOf = (body: unknown) => AdvisoryLock | null;
 
-/** Every POST under /api/v1 happens at most once per (source, X-Idempotency-Key). */
+/** The route's request happens at most once per (source, X-Idempotency-Key); put on routes by @Idempotent(). */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   constructor(private readonly idempotency: IdempotencyService) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    if (request.method !== 'POST' || !request.routeOptions.url?.startsWith(EXTERNAL_API_PREFIX)) return next.handle();
     const reply = context.switchToHttp().getResponse<FastifyReply>();
     const key = IdempotencyService.parseKey(request.headers['x-idempotency-key']);
     const path = request.url.split('?')[0];

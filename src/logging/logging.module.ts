@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import type { FastifyInstance } from 'fastify';
-import { LoggerModule, PinoLogger } from 'nestjs-pino';
-import type { DestinationStream, Level, LoggerOptions as Options } from 'pino';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { LoggerModule } from 'nestjs-pino';
+import type { DestinationStream, Level, Logger, LoggerOptions as Options } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { AppLogger } from './app-logger';
 
@@ -19,16 +19,10 @@ function pinoOptions(config: AppConfig): Options {
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     serializers: {
       // Log what identifies a request, not its headers or body.
-      req: (req: RequestLine['req']) => ({ id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress }),
-      res: (res: RequestLine['res']) => ({ statusCode: res.statusCode }),
+      req: (req: FastifyRequest) => ({ id: req.id, method: req.method, url: req.url, remoteAddress: req.ip }),
+      res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
     },
   };
-}
-
-interface RequestLine {
-  req: { id: string; method: string; url: string; remoteAddress?: string };
-  res: { statusCode: number };
-  responseTime: number;
 }
 
 /**
@@ -43,17 +37,12 @@ const levelOf = (status: number): Level => (status >= 500 && status !== 503 ? 'e
  * and an AsyncLocalStorage scope for every request, logged or not. Lines written while handling a
  * request name its requestId themselves.
  */
-export function registerRequestLog(fastify: FastifyInstance, logger: PinoLogger): void {
+export function registerRequestLog(fastify: FastifyInstance, logger: Logger): void {
   fastify.addHook('onResponse', (request, reply, done) => {
     const level = levelOf(reply.statusCode);
-    const pino = logger.logger;
-    if (pino.isLevelEnabled(level)) {
-      const line: RequestLine = {
-        req: { id: request.id, method: request.method, url: request.url, remoteAddress: request.ip },
-        res: { statusCode: reply.statusCode },
-        responseTime: Math.round(reply.elapsedTime),
-      };
-      pino[level](line, reply.statusCode >= 500 ? 'request errored' : 'request completed');
+    if (logger.isLevelEnabled(level)) {
+      const line = { req: request, res: reply, responseTime: Math.round(reply.elapsedTime) };
+      logger[level](line, reply.statusCode >= 500 ? 'request errored' : 'request completed');
     }
     done();
   });
