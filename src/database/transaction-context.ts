@@ -26,6 +26,8 @@ interface Transaction {
   manager?: EntityManager;
   /** Advisory locks this transaction holds, so taking one again costs no round trip. */
   locks: Set<string>;
+  /** Called once it has committed (see afterCommit). */
+  committed: Array<() => void>;
 }
 
 const lockId = (lock: AdvisoryLock) => `${lock.namespace}:${lock.key}`;
@@ -56,6 +58,9 @@ function send<R extends QueryResultRow>(client: PoolClient, sql: Statement, valu
 
 const ADVISORY_LOCK = statement('advisory-lock', 'SELECT pg_advisory_xact_lock($1::int, hashtext($2))');
 
+/** A setting's name as a trigger may set it with set_config(name, 'on', true): letters, digits, one dot. */
+const COMMIT_FLAG = /^[a-z_]+\.[a-z_]+$/;
+
 /**
  * The one way to reach the database. `run` opens a transaction held in AsyncLocalStorage; every
  * `query` (named statements, for the hot paths) and every `manager` call (TypeORM, for the rest)
@@ -65,6 +70,8 @@ const ADVISORY_LOCK = statement('advisory-lock', 'SELECT pg_advisory_xact_lock($
 @Injectable()
 export class TransactionContext {
   private readonly storage = new AsyncLocalStorage<Transaction>();
+  private readonly commitFlags = new Map<string, Array<() => void>>();
+  private commitText = 'COMMIT';
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
@@ -90,11 +97,12 @@ export class TransactionContext {
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.storage.getStore()) return work();
     const { client, release } = await this.checkout();
+    const transaction: Transaction = { client, locks: new Set(), committed: [] };
     let broken: Error | undefined;
     try {
       await client.query('START TRANSACTION');
-      const result = await this.storage.run({ client, locks: new Set() }, work);
-      await client.query('COMMIT');
+      const result = await this.storage.run(transaction, work);
+      await this.commit(transaction);
       return result;
     } catch (error) {
       // A connection that cannot even roll back is not given back to the pool.
@@ -103,6 +111,40 @@ export class TransactionContext {
     } finally {
       release(broken);
     }
+  }
+
+  /** Calls `listener` once the current transaction has committed (never if it rolls back), or now outside one. */
+  afterCommit(listener: () => void): void {
+    const transaction = this.storage.getStore();
+    if (transaction) transaction.committed.push(listener);
+    else listener();
+  }
+
+  /**
+   * Calls `listener` after each commit of `run` whose transaction set the transaction-local setting
+   * `name` to 'on' (a trigger's set_config(name, 'on', true)). This is how a trigger says "there is
+   * new work" without pg_notify, which serialises the commits of every transaction that calls it: at
+   * commit PostgreSQL queues notifications under a database-wide lock held until the commit is flushed.
+   */
+  onCommitFlag(name: string, listener: () => void): void {
+    if (!COMMIT_FLAG.test(name)) throw new Error(`"${name}" is not a custom setting's name`);
+    const listeners = this.commitFlags.get(name);
+    if (listeners) return void listeners.push(listener);
+    this.commitFlags.set(name, [listener]);
+    // The flags are read by the COMMIT's own round trip, in one simple-protocol message.
+    const reads = [...this.commitFlags.keys()].map((flag) => `current_setting('${flag}', true) = 'on' AS "${flag}"`);
+    this.commitText = `SELECT ${reads.join(', ')}; COMMIT`;
+  }
+
+  /** Commits, then calls the listeners owed: afterCommit's, and those of the flags the transaction set. */
+  private async commit({ client, committed }: Transaction): Promise<void> {
+    if (this.commitFlags.size === 0) await client.query('COMMIT');
+    else {
+      const [flags] = (await client.query(this.commitText)) as unknown as [QueryResult<Record<string, boolean>>, QueryResult];
+      for (const [name, set] of Object.entries(flags.rows[0])) if (set) committed.push(...this.commitFlags.get(name)!);
+    }
+    // Listeners must not throw: the transaction has committed, and its caller must hear so.
+    for (const listener of committed) listener();
   }
 
   /** Runs a named statement in the current transaction, or on any pooled connection outside one. */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, isBigintPosition } from '../common/cursor';
 import { TransactionContext } from '../database/transaction-context';
-import { wakeDeliveryWorkers } from './delivery-worker';
+import { DeliveryWorker } from './delivery-worker';
 import { AdminDeliveriesQueryDto, AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import { OutboundDeliveryEntity } from './outbound-delivery.entity';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
@@ -12,6 +12,7 @@ import { WebhookEndpointsService } from './webhook-endpoints.service';
 export class OutboundDeliveriesService {
   constructor(
     private readonly tx: TransactionContext,
+    private readonly worker: DeliveryWorker,
     private readonly endpoints: WebhookEndpointsService,
   ) {}
 
@@ -70,7 +71,7 @@ export class OutboundDeliveriesService {
     );
     if (rows.length === 0) throw new AppError('INVALID_STATE_TRANSITION', 'The delivery has already succeeded');
     // Delivered on commit: an idle worker picks the delivery up at once.
-    await wakeDeliveryWorkers(this.tx);
+    this.tx.afterCommit(() => this.worker.announce());
     return { delivery: Object.assign(delivery, { status: 'pending' as const, retryStep: 0, nextAttemptAt: rows[0].next_attempt_at as Date }), endpoint };
   }
 

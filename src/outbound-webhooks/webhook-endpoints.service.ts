@@ -3,7 +3,7 @@ import { AppError } from '../common/app-error';
 import { isUuid } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { TransactionContext } from '../database/transaction-context';
-import { wakeDeliveryWorkers } from './delivery-worker';
+import { DeliveryWorker } from './delivery-worker';
 import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto';
 import { checkEndpointUrl } from './endpoint-url';
 import { generateSecret } from './signing';
@@ -17,6 +17,7 @@ const ENDPOINTS_LOCK_NAMESPACE = 7_340_216;
 export class WebhookEndpointsService {
   constructor(
     private readonly tx: TransactionContext,
+    private readonly worker: DeliveryWorker,
     private readonly config: AppConfig,
   ) {}
 
@@ -68,7 +69,7 @@ export class WebhookEndpointsService {
       Object.assign(endpoint, { enabled: true, disabledReason: null, failingSince: null });
     }
     const saved = await this.tx.manager.save(endpoint);
-    if (resumed) await wakeDeliveryWorkers(this.tx);
+    if (resumed) this.tx.afterCommit(() => this.worker.announce());
     return this.map(saved);
   }
 

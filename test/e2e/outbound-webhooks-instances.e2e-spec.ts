@@ -139,6 +139,56 @@ describe('push notifications across instances', () => {
     }
   });
 
+  describe('wake-up', () => {
+    const injectPost = (t: TestApp) => (url: string, body: unknown, apiKey: string) =>
+      t.app
+        .inject({ method: 'POST', url, headers: { 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() }, payload: body as object })
+        .then((res) => ({ status: res.statusCode, body: res.json() }));
+
+    it('attempts a delivery as soon as its transaction commits, and tells the other instances with a NOTIFY of its own', async () => {
+      // The poll is at its slowest: three deliveries in a row, each within 3 s, cannot all have been found by it.
+      const t = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_POLL_SECONDS: '10' } });
+      const listener = new Client({ connectionString: t.databaseUrl });
+      const heard: string[] = [];
+      try {
+        await listener.connect();
+        listener.on('notification', ({ channel, payload }) => heard.push(`${channel}:${payload}`));
+        await listener.query('LISTEN outbound_deliveries');
+        const key = await newSourceWithKey(t.app);
+        await registerEndpoint(injectPost(t), key.key, receiver.url);
+        for (let i = 1; i <= 3; i += 1) {
+          expect((await injectPost(t)('/api/v1/documents', documentBody(key.source), key.key)).status).toBe(201);
+          await waitFor(async () => receiver.messages.length === i, `delivery ${i}`, 3000);
+        }
+        // Not from the feed trigger (a notify there would serialise every commit): from the instance, named in the payload.
+        await waitFor(async () => heard.length > 0, 'a notification');
+        expect(heard[0]).toMatch(/^outbound_deliveries:.+:\d+:[0-9a-f]{8}$/);
+      } finally {
+        await listener.end();
+        await t.close();
+      }
+    });
+
+    it('finds by its poll a delivery whose commit woke nobody, as when an instance dies right after committing', async () => {
+      const t = await startTestApp({ env: ENV });
+      try {
+        const key = await newSourceWithKey(t.app);
+        await registerEndpoint(injectPost(t), key.key, receiver.url);
+        const created = await injectPost(t)('/api/v1/documents', documentBody(key.source), key.key);
+        await waitFor(async () => receiver.messages.length === 1, 'the first delivery');
+        // An event committed by a connection of the test's own: the trigger enqueues its delivery, and no
+        // instance reads the flag it set, so no instance is woken and nothing is notified.
+        const { rows } = await t.db.query(
+          `INSERT INTO document_events (source, document_id, type, status) SELECT source, id, 'document.created', status FROM documents WHERE id = $1 RETURNING id`,
+          [created.body.id],
+        );
+        await waitFor(async () => receiver.attemptsOf(String(rows[0].id)).length === 1, 'the delivery found by the poll');
+      } finally {
+        await t.close();
+      }
+    });
+  });
+
   describe('an instance killed with SIGKILL mid-attempt', () => {
     let databaseUrl: string;
     let gateway: Spawned | undefined;

@@ -7,25 +7,26 @@ import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app'
  * delivery worker's own connection, which may (re)subscribe at any time).
  */
 const BACKGROUND = new Set(['api-key-usage', 'idempotency-purge', 'admin-auth-failures-purge', 'LISTEN']);
-/** The outbound delivery worker's own statements (woken by a commit's notification, on its own schedule). */
-const OUTBOUND_WORKER = /outbound_deliver/;
+/** The outbound delivery worker's own statements (woken by a commit that enqueued deliveries, on its own schedule). */
+const OUTBOUND_WORKER = /outbound_deliver|^outbound-/;
 
 /**
  * Every statement the gateway sends to PostgreSQL goes through pg's Client#query; this records what
  * one request sends (the app runs in this process; the test's own connection is not used meanwhile),
- * and into `values` the parameters each named statement was sent with.
+ * and into `values` the parameters each named statement was sent with. A transaction of the delivery
+ * worker's (its claim) is left out whole, its START and COMMIT included.
  */
 async function statementsOf(work: () => Promise<unknown>, values: Record<string, unknown[]> = {}): Promise<string[]> {
-  const sent: string[] = [];
+  const sent: Array<{ client: Client; label: string; background: boolean }> = [];
   const original = Client.prototype.query;
   Client.prototype.query = function (this: Client, ...args: unknown[]) {
     const config = args[0] as string | { name?: string; text: string; values?: unknown[] };
     const text = typeof config === 'string' ? config : config.text;
-    const label = typeof config === 'string' ? text.trim().split(/\s+/)[0] : (config.name ?? text.trim().split(/\s+/)[0]);
-    if (!BACKGROUND.has(label) && !OUTBOUND_WORKER.test(text)) {
-      sent.push(label);
-      if (typeof config !== 'string' && config.name) values[config.name] = config.values ?? [];
-    }
+    // A COMMIT may carry, in the same message, the read of flags that triggers set (TransactionContext).
+    const label = typeof config === 'string' ? (/;\s*COMMIT$/.test(text) ? 'COMMIT' : text.trim().split(/\s+/)[0]) : (config.name ?? text.trim().split(/\s+/)[0]);
+    const background = BACKGROUND.has(label) || OUTBOUND_WORKER.test(text) || OUTBOUND_WORKER.test(label);
+    sent.push({ client: this, label, background });
+    if (!background && typeof config !== 'string' && config.name) values[config.name] = config.values ?? [];
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof Client.prototype.query;
   try {
@@ -33,7 +34,18 @@ async function statementsOf(work: () => Promise<unknown>, values: Record<string,
   } finally {
     Client.prototype.query = original;
   }
-  return sent;
+  const open = new Map<Client, typeof sent>();
+  for (const statement of sent) {
+    if (statement.label === 'START') open.set(statement.client, []);
+    const transaction = open.get(statement.client);
+    if (!transaction) continue;
+    transaction.push(statement);
+    if (statement.label === 'COMMIT' || statement.label === 'ROLLBACK') {
+      open.delete(statement.client);
+      if (transaction.some((s) => s.background)) for (const s of transaction) s.background = true;
+    }
+  }
+  return sent.filter((s) => !s.background).map((s) => s.label);
 }
 
 describe('round trips per request on the hot paths (documented in the README)', () => {
