@@ -36,8 +36,13 @@ const CREATE = statement(
      FROM doc`,
 );
 
-const FIND = statement('document-find', `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = $1 AND source = $2`);
-const FIND_FOR_UPDATE = statement('document-find-for-update', `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = $1 AND source = $2 FOR UPDATE`);
+/**
+ * By primary key alone, the source compared in code: with `AND source = $2` a generic plan made while the
+ * statistics were older than a bulk load chose the (source, seq) index and read every document of the
+ * source for each look-up (0.43 ms for a source of 1,000, by EXPLAIN ANALYZE of that plan).
+ */
+const FIND = statement('document-find', `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = $1`);
+const FIND_FOR_UPDATE = statement('document-find-for-update', `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = $1 FOR UPDATE`);
 
 /** Work that belongs to a document's creation, run in its transaction (e.g. applying early payment events). */
 export type DocumentCreatedHook = (document: DocumentEntity) => Promise<DocumentEntity>;
@@ -124,8 +129,8 @@ export class DocumentsService {
 
   /** Another source's document is, for this caller, no document at all. */
   private async find(key: AuthenticatedKey, id: string, forUpdate = false): Promise<DocumentEntity> {
-    const [document] = isUuid(id) ? await this.tx.query<DocumentEntity>(forUpdate ? FIND_FOR_UPDATE : FIND, [id, key.source]) : [];
-    if (!document) throw new AppError('NOT_FOUND', 'No such document');
+    const [document] = isUuid(id) ? await this.tx.query<DocumentEntity>(forUpdate ? FIND_FOR_UPDATE : FIND, [id]) : [];
+    if (document?.source !== key.source) throw new AppError('NOT_FOUND', 'No such document');
     return document;
   }
 
