@@ -58,7 +58,7 @@ function send<R extends QueryResultRow>(client: PoolClient, sql: Statement, valu
 
 const ADVISORY_LOCK = statement('advisory-lock', 'SELECT pg_advisory_xact_lock($1::int, hashtext($2))');
 
-/** A setting's name as a trigger may set it with set_config(name, 'on', true): letters, digits, one dot. */
+/** A custom setting's name, as a trigger sets it with set_config(name, 'on', true): lower-case words, one dot. */
 const COMMIT_FLAG = /^[a-z_]+\.[a-z_]+$/;
 
 /**
