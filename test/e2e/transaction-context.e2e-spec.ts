@@ -3,6 +3,56 @@ import { startTestApp, TestApp } from '../support/test-app';
 
 const SET_FLAG = statement('test-set-flag', `SELECT set_config('test.flag', 'on', true)`);
 const NOOP = statement('test-noop', 'SELECT 1');
+const INSERT_PROBE = statement('test-insert-probe', 'INSERT INTO tx_probe (label) VALUES ($1)');
+
+describe('TransactionContext: all or nothing', () => {
+  let t: TestApp;
+  let tx: TransactionContext;
+  const labels = async () => (await t.db.query('SELECT label FROM tx_probe ORDER BY label')).rows.map((r) => r.label);
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    tx = t.app.get(TransactionContext);
+    await t.db.query('CREATE TABLE tx_probe (label text NOT NULL)');
+  });
+  afterAll(() => t.close());
+
+  it('keeps every write of a failed transaction out, whether its first statement is a named one or TypeORM’s, on fresh and used connections', async () => {
+    // Twice the pool's size, at once: fresh connections and used ones.
+    const attempts = Array.from({ length: 20 }, (_, i) => i);
+    await Promise.all(
+      attempts.map((i) =>
+        tx
+          .run(async () => {
+            if (i % 2) await tx.query(INSERT_PROBE, [`named-${i}`]);
+            else await tx.manager.query('INSERT INTO tx_probe (label) VALUES ($1)', [`typeorm-${i}`]);
+            await tx.query(INSERT_PROBE, [`second-${i}`]);
+            throw new Error('refused');
+          })
+          .catch((error: Error) => expect(error.message).toBe('refused')),
+      ),
+    );
+    expect(await labels()).toEqual([]);
+
+    await Promise.all(attempts.map((i) => tx.run(() => tx.query(INSERT_PROBE, [`kept-${String(i).padStart(2, '0')}`]))));
+    expect(await labels()).toEqual(attempts.map((i) => `kept-${String(i).padStart(2, '0')}`));
+  });
+
+  it('rolls back when the first statement itself fails, and the connection goes on serving transactions', async () => {
+    await t.db.query('TRUNCATE tx_probe');
+    for (let i = 0; i < 12; i += 1) {
+      await expect(tx.run(() => tx.query(INSERT_PROBE, [null]))).rejects.toMatchObject({ code: '23502' });
+    }
+    await tx.run(() => tx.query(INSERT_PROBE, ['after']));
+    expect(await labels()).toEqual(['after']);
+  });
+
+  it('calls the afterCommit listeners of a transaction that sent no statement', async () => {
+    let called = 0;
+    await tx.run(async () => tx.afterCommit(() => (called += 1)));
+    expect(called).toBe(1);
+  });
+});
 
 describe('TransactionContext: work owed after a commit', () => {
   let t: TestApp;
