@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Writable } from 'node:stream';
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
@@ -38,22 +37,6 @@ export function statement(name: string, text: string): Statement {
   if (known !== undefined && known !== text) throw new Error(`Two SQL statements are named "${name}"`);
   statements.set(name, text);
   return { name, text };
-}
-
-/**
- * Sends a named statement's messages (bind, describe, execute, sync; parse too the first time) in one
- * socket write. pg writes each message by itself, one system call apiece, and a profile under load
- * showed those writes as the gateway's largest cost. The messages are written synchronously when the
- * client is idle (always so here: a transaction's statements run one after another).
- */
-function send<R extends QueryResultRow>(client: PoolClient, sql: Statement, values: unknown[]): Promise<QueryResult<R>> {
-  const socket = (client as unknown as { connection: { stream: Writable } }).connection.stream;
-  socket.cork();
-  try {
-    return client.query<R>({ name: sql.name, text: sql.text, values });
-  } finally {
-    socket.uncork();
-  }
 }
 
 const ADVISORY_LOCK = statement('advisory-lock', 'SELECT pg_advisory_xact_lock($1::int, hashtext($2))');
@@ -150,11 +133,11 @@ export class TransactionContext {
   /** Runs a named statement in the current transaction, or on any pooled connection outside one. */
   async query<R extends QueryResultRow>(sql: Statement, values: unknown[] = []): Promise<R[]> {
     const transaction = this.storage.getStore();
-    if (transaction) return (await send<R>(transaction.client, sql, values)).rows;
+    if (transaction) return (await transaction.client.query<R>({ name: sql.name, text: sql.text, values })).rows;
     const { client, release } = await this.checkout();
     let failure: Error | undefined;
     try {
-      return (await send<R>(client, sql, values)).rows;
+      return (await client.query<R>({ name: sql.name, text: sql.text, values })).rows;
     } catch (error) {
       // As pg's own pool.query does: a connection that failed a statement is not reused.
       failure = error as Error;
