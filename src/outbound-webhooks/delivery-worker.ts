@@ -114,10 +114,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private pumped: Promise<void> = Promise.resolve();
   private wakeAgain = false;
   private stopping = false;
-  /** Telling the other instances: one NOTIFY at a time, at most one per CLAIM_INTERVAL_MS. */
-  private notifying = false;
-  private notifyAgain = false;
-  private lastNotifyAt = -Infinity;
+  /** Set while a NOTIFY waits to tell the other instances of the commits since the first of them. */
+  private notifyTimer: NodeJS.Timeout | null = null;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -145,27 +143,15 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
    */
   announce(): void {
     this.wake();
-    if (this.stopping) return;
-    if (this.notifying) {
-      this.notifyAgain = true;
-      return;
-    }
-    this.notifying = true;
-    this.notifyAgain = false;
-    const wait = Math.max(0, this.lastNotifyAt + CLAIM_INTERVAL_MS - performance.now());
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.lastNotifyAt = performance.now();
+    if (this.stopping || this.notifyTimer) return;
+    // One NOTIFY for the commits of the next CLAIM_INTERVAL_MS: the others claim no more often than that.
+    this.notifyTimer = setTimeout(() => {
+      this.notifyTimer = null;
       // The payload names this instance, whose worker is awake already.
       this.tx
         .query(NOTIFY, [DELIVERIES_CHANNEL, this.instance])
-        .catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code }, 'Telling other instances of new push deliveries failed; they find them by polling'))
-        .finally(() => {
-          this.notifying = false;
-          if (this.notifyAgain) this.announce();
-        });
-    }, wait);
-    this.timers.add(timer);
+        .catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code }, 'Telling other instances of new push deliveries failed; they find them by polling'));
+    }, CLAIM_INTERVAL_MS);
   }
 
   onApplicationBootstrap(): void {
@@ -179,6 +165,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     this.stopping = true;
     for (const timer of this.timers) clearTimeout(timer);
     if (this.pumpTimer) clearTimeout(this.pumpTimer);
+    if (this.notifyTimer) clearTimeout(this.notifyTimer);
     const listener = this.listener;
     this.listener = null;
     await listener?.end().catch(() => undefined);

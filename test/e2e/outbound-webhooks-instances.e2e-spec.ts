@@ -171,11 +171,17 @@ describe('push notifications across instances', () => {
 
     it('finds by its poll a delivery whose commit woke nobody, as when an instance dies right after committing', async () => {
       const t = await startTestApp({ env: ENV });
+      const listener = new Client({ connectionString: t.databaseUrl });
+      const heard: string[] = [];
       try {
         const key = await newSourceWithKey(t.app);
         await registerEndpoint(injectPost(t), key.key, receiver.url);
         const created = await injectPost(t)('/api/v1/documents', documentBody(key.source), key.key);
         await waitFor(async () => receiver.messages.length === 1, 'the first delivery');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await listener.connect();
+        listener.on('notification', ({ payload }) => heard.push(payload ?? ''));
+        await listener.query('LISTEN outbound_deliveries');
         // An event committed by a connection of the test's own: the trigger enqueues its delivery, and no
         // instance reads the flag it set, so no instance is woken and nothing is notified.
         const { rows } = await t.db.query(
@@ -183,7 +189,9 @@ describe('push notifications across instances', () => {
           [created.body.id],
         );
         await waitFor(async () => receiver.attemptsOf(String(rows[0].id)).length === 1, 'the delivery found by the poll');
+        expect(heard).toEqual([]);
       } finally {
+        await listener.end();
         await t.close();
       }
     });
