@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiKeysService, ApiKeyView } from '../auth/api-keys.service';
 import { AppError } from '../common/app-error';
-import { TransactionContext } from '../database/transaction-context';
+import { Database } from '../database/database';
 import { AuditLogService } from './audit-log.service';
 
 export type IssuedKeyView = ApiKeyView & { key: string };
@@ -10,7 +10,7 @@ export type IssuedKeyView = ApiKeyView & { key: string };
 @Injectable()
 export class AdminApiKeysService {
   constructor(
-    private readonly tx: TransactionContext,
+    private readonly db: Database,
     private readonly apiKeys: ApiKeysService,
     private readonly audit: AuditLogService,
   ) {}
@@ -20,9 +20,9 @@ export class AdminApiKeysService {
     if (expiresAt && expiresAt <= new Date()) {
       throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
     }
-    return this.tx.run(async () => {
-      const { entity, key } = await this.apiKeys.issue({ source: input.source, name: input.name, expiresAt });
-      await this.audit.record({ action: 'api_key.created', keyId: entity.id, source: entity.source, remoteAddress });
+    return this.db.run(async (tx) => {
+      const { entity, key } = await this.apiKeys.issue(tx, { source: input.source, name: input.name, expiresAt });
+      await this.audit.record(tx, { action: 'api_key.created', keyId: entity.id, source: entity.source, remoteAddress });
       return { ...ApiKeysService.view(entity), key };
     });
   }
@@ -32,22 +32,22 @@ export class AdminApiKeysService {
   }
 
   async get(id: string): Promise<ApiKeyView> {
-    return ApiKeysService.view(await this.apiKeys.get(id));
+    return ApiKeysService.view(await this.apiKeys.get(this.db, id));
   }
 
   revoke(id: string, remoteAddress: string): Promise<ApiKeyView> {
-    return this.tx.run(async () => {
-      const key = await this.apiKeys.revoke(id);
-      await this.audit.record({ action: 'api_key.revoked', keyId: key.id, source: key.source, remoteAddress });
+    return this.db.run(async (tx) => {
+      const key = await this.apiKeys.revoke(tx, id);
+      await this.audit.record(tx, { action: 'api_key.revoked', keyId: key.id, source: key.source, remoteAddress });
       return ApiKeysService.view(key);
     });
   }
 
   rotate(id: string, graceSeconds: number, remoteAddress: string): Promise<IssuedKeyView> {
-    return this.tx.run(async () => {
-      const { old, issued } = await this.apiKeys.rotate(id, graceSeconds);
-      await this.audit.record({ action: 'api_key.rotated', keyId: old.id, source: old.source, remoteAddress });
-      await this.audit.record({ action: 'api_key.created', keyId: issued.entity.id, source: old.source, remoteAddress });
+    return this.db.run(async (tx) => {
+      const { old, issued } = await this.apiKeys.rotate(tx, id, graceSeconds);
+      await this.audit.record(tx, { action: 'api_key.rotated', keyId: old.id, source: old.source, remoteAddress });
+      await this.audit.record(tx, { action: 'api_key.created', keyId: issued.entity.id, source: old.source, remoteAddress });
       return { ...ApiKeysService.view(issued.entity), key: issued.key };
     });
   }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { Database, statement } from '../database/database';
 
 export const MAX_FAILURES_PER_MINUTE = 10;
 
@@ -28,7 +28,7 @@ const PURGE = statement('admin-auth-failures-purge', `DELETE FROM admin_auth_fai
  */
 @Injectable()
 export class AdminAuthFailuresService {
-  constructor(private readonly tx: TransactionContext) {}
+  constructor(private readonly db: Database) {}
 
   /**
    * Counts an attempt as failed before its token is compared, in one atomic statement, so parallel
@@ -36,17 +36,17 @@ export class AdminAuthFailuresService {
    * Returns the failures of this window including this one, and the seconds until it closes.
    */
   async reserveAttempt(address: string): Promise<{ failures: number; secondsLeft: number }> {
-    const [row] = await this.tx.query<{ failures: number; secondsLeft: number }>(RESERVE, [address]);
+    const [row] = await this.db.query<{ failures: number; secondsLeft: number }>(RESERVE, [address]);
     return { failures: row.failures, secondsLeft: Math.max(1, row.secondsLeft) };
   }
 
   async forgive(address: string): Promise<void> {
-    await this.tx.query(FORGIVE, [address]);
+    await this.db.query(FORGIVE, [address]);
   }
 
   /** Old windows mean nothing any more. */
   @Interval('admin-auth-failures-purge', 600_000)
   async purge(): Promise<void> {
-    await this.tx.query(PURGE);
+    await this.db.query(PURGE);
   }
 }

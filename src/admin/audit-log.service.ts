@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { TransactionContext } from '../database/transaction-context';
+import { Database, Transaction } from '../database/database';
 import { AuditAction, AuditLogEntity } from './audit-log.entity';
 
 export interface AuditEntryView {
@@ -13,15 +13,15 @@ export interface AuditEntryView {
 
 @Injectable()
 export class AuditLogService {
-  constructor(private readonly tx: TransactionContext) {}
+  constructor(private readonly db: Database) {}
 
-  /** Written in the current transaction, so an entry exists exactly when its change does. */
-  async record(entry: { action: AuditAction; keyId: string; source: string; remoteAddress: string }): Promise<void> {
-    await this.tx.manager.insert(AuditLogEntity, entry);
+  /** Written in the change's own transaction, so an entry exists exactly when its change does. */
+  async record(tx: Transaction, entry: { action: AuditAction; keyId: string; source: string; remoteAddress: string }): Promise<void> {
+    await tx.manager.insert(AuditLogEntity, entry);
   }
 
   async recent(limit: number): Promise<AuditEntryView[]> {
-    const rows = await this.tx.manager.find(AuditLogEntity, { order: { id: 'DESC' }, take: limit });
+    const rows = await this.db.manager.find(AuditLogEntity, { order: { id: 'DESC' }, take: limit });
     return rows.map((row) => ({
       id: row.id,
       action: row.action,

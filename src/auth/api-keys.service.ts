@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { isUuid } from '../common/validation';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { Database, Db, statement, Transaction } from '../database/database';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format';
 import { StoredAnswer, storedAnswerColumns } from '../idempotency/stored-answer';
 import { ApiKeyEntity } from './api-key.entity';
@@ -51,12 +51,12 @@ const AUTHENTICATE = statement(
 
 @Injectable()
 export class ApiKeysService {
-  constructor(private readonly tx: TransactionContext) {}
+  constructor(private readonly db: Database) {}
 
   /** One indexed look-up by hash, a named statement: the first step of every /api/v1 request. */
   async authenticate(presented: unknown, idempotencyKey: string | null = null): Promise<Authentication | null> {
     if (!isWellFormedApiKey(presented)) return null;
-    const [row] = await this.tx.query<AuthenticatedKey & Partial<StoredAnswer>>(AUTHENTICATE, [hashApiKey(presented), idempotencyKey]);
+    const [row] = await this.db.query<AuthenticatedKey & Partial<StoredAnswer>>(AUTHENTICATE, [hashApiKey(presented), idempotencyKey]);
     if (!row) return null;
     const { keyId, source, prefix, expiresAt, fingerprint, status, body, location } = row;
     return {
@@ -65,9 +65,9 @@ export class ApiKeysService {
     };
   }
 
-  async issue(input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {
+  async issue(db: Db, input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {
     const key = generateApiKey();
-    const manager = this.tx.manager;
+    const manager = db.manager;
     const entity = manager.create(ApiKeyEntity, {
       source: input.source,
       name: input.name ?? null,
@@ -79,41 +79,41 @@ export class ApiKeysService {
   }
 
   list(source?: string): Promise<ApiKeyEntity[]> {
-    return this.tx.manager.find(ApiKeyEntity, { where: source ? { source } : {}, order: { createdAt: 'DESC', id: 'DESC' } });
+    return this.db.manager.find(ApiKeyEntity, { where: source ? { source } : {}, order: { createdAt: 'DESC', id: 'DESC' } });
   }
 
-  async get(id: string, lock = false): Promise<ApiKeyEntity> {
+  async get(db: Db, id: string, lock = false): Promise<ApiKeyEntity> {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'No such API key');
-    const query = this.tx.manager.createQueryBuilder(ApiKeyEntity, 'k').where('k.id = :id', { id });
+    const query = db.manager.createQueryBuilder(ApiKeyEntity, 'k').where('k.id = :id', { id });
     const key = await (lock ? query.setLock('pessimistic_write') : query).getOne();
     if (!key) throw new AppError('NOT_FOUND', 'No such API key');
     return key;
   }
 
   /** Revokes now; a key already revoked keeps its original time (revoking twice is harmless). */
-  async revoke(id: string): Promise<ApiKeyEntity> {
-    const key = await this.get(id, true);
+  async revoke(tx: Transaction, id: string): Promise<ApiKeyEntity> {
+    const key = await this.get(tx, id, true);
     const now = new Date();
     if (!key.revokedAt || key.revokedAt > now) {
       key.revokedAt = now;
-      await this.tx.manager.save(key);
+      await tx.manager.save(key);
     }
     return key;
   }
 
   /** Issues a successor with the same source, name and expiry; the old key stops after `graceSeconds`. */
-  async rotate(id: string, graceSeconds: number): Promise<{ old: ApiKeyEntity; issued: IssuedApiKey }> {
-    const old = await this.get(id, true);
+  async rotate(tx: Transaction, id: string, graceSeconds: number): Promise<{ old: ApiKeyEntity; issued: IssuedApiKey }> {
+    const old = await this.get(tx, id, true);
     if (ApiKeysService.statusOf(old) !== 'ACTIVE') {
       throw new AppError('INVALID_STATE_TRANSITION', `Only an active key can be rotated; this one is ${ApiKeysService.statusOf(old)}`);
     }
     // A second rotation would issue a second successor and could lengthen the old key's grace period.
     if (old.replacedById) throw new AppError('INVALID_STATE_TRANSITION', 'This key was already rotated; rotate its successor instead');
-    const issued = await this.issue({ source: old.source, name: old.name, expiresAt: old.expiresAt });
+    const issued = await this.issue(tx, { source: old.source, name: old.name, expiresAt: old.expiresAt });
     const end = new Date(Date.now() + graceSeconds * 1000);
     old.revokedAt = old.expiresAt && old.expiresAt < end ? old.expiresAt : end;
     old.replacedById = issued.entity.id;
-    await this.tx.manager.save(old);
+    await tx.manager.save(old);
     return { old, issued };
   }
 

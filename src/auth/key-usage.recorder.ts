@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { Database, statement } from '../database/database';
 
 const FLUSH_INTERVAL_MS = 5000;
 export const KEY_USAGE_FLUSH_JOB = 'key-usage-flush';
@@ -21,7 +21,7 @@ export class KeyUsageRecorder implements BeforeApplicationShutdown {
   private readonly logger = new Logger(KeyUsageRecorder.name);
   private pending = new Map<string, Date>();
 
-  constructor(private readonly tx: TransactionContext) {}
+  constructor(private readonly db: Database) {}
 
   record(keyId: string): void {
     this.pending.set(keyId, new Date());
@@ -33,7 +33,7 @@ export class KeyUsageRecorder implements BeforeApplicationShutdown {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      await this.tx.query(RECORD_USAGE, [[...batch.keys()], [...batch.values()].map((d) => d.toISOString())]);
+      await this.db.query(RECORD_USAGE, [[...batch.keys()], [...batch.values()].map((d) => d.toISOString())]);
     } catch (error) {
       // Keep what could not be written for the next round, unless a newer use replaced it.
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);

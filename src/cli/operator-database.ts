@@ -5,7 +5,7 @@ import { ApiKeysService } from '../auth/api-keys.service';
 import { AppConfig } from '../config/app-config';
 import { locateDatabase } from '../database/database-location';
 import { runMigrations } from '../database/migrations-runner';
-import { TransactionContext } from '../database/transaction-context';
+import { Database } from '../database/database';
 import { buildDataSourceOptions } from '../database/typeorm-options';
 
 export interface OperatorDatabase {
@@ -51,6 +51,6 @@ export async function openOperatorDatabase(
     await close();
     throw error;
   }
-  const tx = new TransactionContext(dataSource);
-  return { admin: new AdminApiKeysService(tx, new ApiKeysService(tx), new AuditLogService(tx)), close };
+  const db = new Database(dataSource);
+  return { admin: new AdminApiKeysService(db, new ApiKeysService(db), new AuditLogService(db)), close };
 }

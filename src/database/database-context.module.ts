@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
-import { TransactionContext } from './transaction-context';
+import { Database } from './database';
 
 @Global()
-@Module({ providers: [TransactionContext], exports: [TransactionContext] })
+@Module({ providers: [Database], exports: [Database] })
 export class DatabaseContextModule {}

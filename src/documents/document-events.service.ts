@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor } from '../common/cursor';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { Database, statement } from '../database/database';
 import { DocumentEventType } from './document-event.entity';
 import type { DocumentStatus } from './lifecycle';
 
@@ -18,19 +18,6 @@ export interface EventPage {
   nextCursor: string | null;
   hasMore: boolean;
 }
-
-export interface NewDocumentEvent {
-  source: string;
-  documentId: string;
-  type: DocumentEventType;
-  status: DocumentStatus;
-  previousStatus: DocumentStatus | null;
-}
-
-const APPEND = statement(
-  'document-event-append',
-  `INSERT INTO document_events (source, document_id, type, status, previous_status) VALUES ($1, $2, $3, $4, $5)`,
-);
 
 /**
  * Event ids come from a sequence, handed out in insert order, not commit order: paging by id alone
@@ -69,16 +56,11 @@ function decodeFeedCursor(after: string): { xid: string | null; id: string } {
 
 @Injectable()
 export class DocumentEventsService {
-  constructor(private readonly tx: TransactionContext) {}
-
-  /** Appends an event inside the current transaction; no lock: the reader's rule above orders the feed. */
-  async append(event: NewDocumentEvent): Promise<void> {
-    await this.tx.query(APPEND, [event.source, event.documentId, event.type, event.status, event.previousStatus]);
-  }
+  constructor(private readonly db: Database) {}
 
   async list(source: string, after: string | undefined, limit: number): Promise<EventPage> {
     const position = after ? decodeFeedCursor(after) : { xid: '0', id: '0' };
-    const rows = await this.tx.query<EventRow>(PAGE, [source, position.xid, position.id, limit + 1]);
+    const rows = await this.db.query<EventRow>(PAGE, [source, position.xid, position.id, limit + 1]);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AdvisoryLock, statement, TransactionContext } from '../database/transaction-context';
+import { AdvisoryLock, statement, Transaction } from '../database/database';
 import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
 import { DocumentEntity } from './document.entity';
 import { LifecycleOutcome, transition } from './lifecycle';
@@ -29,14 +29,12 @@ export interface ProviderStatusEvent {
 /** Applies the bank's payment statuses to documents, through the one lifecycle function. */
 @Injectable()
 export class DocumentPaymentsService {
-  constructor(private readonly tx: TransactionContext) {}
-
-  lockProviderReference(providerReference: string): Promise<void> {
-    return this.tx.advisoryLock(providerReferenceLock(providerReference));
+  lockProviderReference(tx: Transaction, providerReference: string): Promise<void> {
+    return tx.advisoryLock(providerReferenceLock(providerReference));
   }
 
-  async findForUpdate(providerReference: string): Promise<DocumentEntity | null> {
-    const [document] = await this.tx.query<DocumentEntity>(FIND_BY_PROVIDER_REFERENCE, [providerReference]);
+  async findForUpdate(tx: Transaction, providerReference: string): Promise<DocumentEntity | null> {
+    const [document] = await tx.query<DocumentEntity>(FIND_BY_PROVIDER_REFERENCE, [providerReference]);
     return document ?? null;
   }
 
@@ -46,10 +44,10 @@ export class DocumentPaymentsService {
   }
 
   /** Applies an assessed event to a locked document: payment details, status and the feed event. */
-  async apply(document: DocumentEntity, event: ProviderStatusEvent, outcome: LifecycleOutcome): Promise<DocumentEntity> {
+  async apply(tx: Transaction, document: DocumentEntity, event: ProviderStatusEvent, outcome: LifecycleOutcome): Promise<DocumentEntity> {
     if (outcome.result === 'refused') return document;
     const status = outcome.result === 'changed' ? outcome.to : document.status;
-    const [changed] = await this.tx.query<DocumentEntity>(CHANGE_DOCUMENT, [document.id, status, event.status.toUpperCase(), event.eventId, document.status]);
+    const [changed] = await tx.query<DocumentEntity>(CHANGE_DOCUMENT, [document.id, status, event.status.toUpperCase(), event.eventId, document.status]);
     return changed;
   }
 }

@@ -1,4 +1,4 @@
-import { statement } from '../database/transaction-context';
+import { statement } from '../database/database';
 
 /** A documents row as the API's view needs it (the shape of DocumentEntity), for RETURNING and SELECT. */
 export const DOCUMENT_COLUMNS = `id, seq, source, external_id AS "externalId", type, taxpayer_tax_id AS "taxpayerTaxId",

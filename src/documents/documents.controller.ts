@@ -4,8 +4,8 @@ import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
-import { AdvisoryLock } from '../database/transaction-context';
-import { Idempotent } from '../idempotency/idempotency.interceptor';
+import { AdvisoryLock, Transaction } from '../database/database';
+import { Idempotent, InTransaction } from '../idempotency/idempotency.interceptor';
 import { providerReferenceLock } from './document-payments.service';
 import { DocumentsService } from './documents.service';
 import { CreateDocumentDto } from './dto/create-document.dto';
@@ -46,8 +46,13 @@ export class DocumentsController {
     links: DOCUMENT_LINKS,
   })
   @ApiProblems('VALIDATION_ERROR', 'DUPLICATE_DOCUMENT')
-  async create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateDocumentDto, @Res({ passthrough: true }) reply: FastifyReply) {
-    const document = await this.documents.create(key, body);
+  async create(
+    @InTransaction() tx: Transaction,
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() body: CreateDocumentDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const document = await this.documents.create(tx, key, body);
     reply.header('Location', `/api/v1/documents/${document.id}`);
     return document;
   }
@@ -84,7 +89,7 @@ export class DocumentsController {
   @DOCUMENT_ID
   @ApiOkResponse({ type: DocumentResponseDto, description: 'The cancelled document' })
   @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION')
-  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<DocumentResponseDto> {
-    return this.documents.cancel(key, id);
+  cancel(@InTransaction() tx: Transaction, @CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<DocumentResponseDto> {
+    return this.documents.cancel(tx, key, id);
   }
 }

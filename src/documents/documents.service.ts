@@ -3,7 +3,7 @@ import { AuthenticatedKey } from '../auth/authenticated-key';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor } from '../common/cursor';
 import { isUuid } from '../common/validation';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { Database, Db, statement, Transaction } from '../database/database';
 import { DocumentPaymentsService } from './document-payments.service';
 import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
 import { DocumentEntity } from './document.entity';
@@ -45,14 +45,14 @@ const FIND = statement('document-find', `SELECT ${DOCUMENT_COLUMNS} FROM documen
 const FIND_FOR_UPDATE = statement('document-find-for-update', `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = $1 FOR UPDATE`);
 
 /** Work that belongs to a document's creation, run in its transaction (e.g. applying early payment events). */
-export type DocumentCreatedHook = (document: DocumentEntity) => Promise<DocumentEntity>;
+export type DocumentCreatedHook = (tx: Transaction, document: DocumentEntity) => Promise<DocumentEntity>;
 
 @Injectable()
 export class DocumentsService {
   private readonly createdHooks: DocumentCreatedHook[] = [];
 
   constructor(
-    private readonly tx: TransactionContext,
+    private readonly db: Database,
     private readonly payments: DocumentPaymentsService,
   ) {}
 
@@ -64,11 +64,11 @@ export class DocumentsService {
     this.createdHooks.push(hook);
   }
 
-  /** Runs inside the idempotency transaction: the document, its event and the stored response commit together. */
-  async create(key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
+  /** Runs in the idempotency transaction: the document, its event and the stored response commit together. */
+  async create(tx: Transaction, key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
     if (dto.source !== key.source) throw new AppError('UNAUTHORIZED', 'This API key is not valid for the source named in the request');
-    if (dto.providerReference) await this.payments.lockProviderReference(dto.providerReference);
-    const [created] = await this.tx.query<DocumentEntity & { paymentEventsWaiting: boolean }>(CREATE, [
+    if (dto.providerReference) await this.payments.lockProviderReference(tx, dto.providerReference);
+    const [created] = await tx.query<DocumentEntity & { paymentEventsWaiting: boolean }>(CREATE, [
       dto.source,
       dto.externalId,
       dto.type,
@@ -82,14 +82,14 @@ export class DocumentsService {
       dto.providerReference ?? null,
       JSON.stringify(dto.metadata ?? {}),
     ]);
-    if (!created) throw await this.duplicateError(dto);
+    if (!created) throw await this.duplicateError(tx, dto);
     let document: DocumentEntity = created;
-    if (created.paymentEventsWaiting) for (const hook of this.createdHooks) document = await hook(document);
+    if (created.paymentEventsWaiting) for (const hook of this.createdHooks) document = await hook(tx, document);
     return DocumentsService.view(document);
   }
 
-  private async duplicateError(dto: CreateDocumentDto): Promise<AppError> {
-    const sameExternalId = await this.tx.manager.existsBy(DocumentEntity, { source: dto.source, externalId: dto.externalId });
+  private async duplicateError(tx: Transaction, dto: CreateDocumentDto): Promise<AppError> {
+    const sameExternalId = await tx.manager.existsBy(DocumentEntity, { source: dto.source, externalId: dto.externalId });
     return new AppError(
       'DUPLICATE_DOCUMENT',
       sameExternalId
@@ -99,12 +99,12 @@ export class DocumentsService {
   }
 
   async get(key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
-    return DocumentsService.view(await this.find(key, id));
+    return DocumentsService.view(await this.find(this.db, key, id));
   }
 
   async list(key: AuthenticatedKey, query: ListDocumentsQueryDto): Promise<DocumentPageDto> {
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    const q = this.tx.manager.createQueryBuilder(DocumentEntity, 'd').where('d.source = :source', { source: key.source });
+    const q = this.db.manager.createQueryBuilder(DocumentEntity, 'd').where('d.source = :source', { source: key.source });
     if (query.status) q.andWhere('d.status = :status', { status: query.status });
     if (query.type) q.andWhere('d.type = :type', { type: query.type });
     if (query.externalId) q.andWhere('d.external_id = :externalId', { externalId: query.externalId });
@@ -117,19 +117,19 @@ export class DocumentsService {
     };
   }
 
-  async cancel(key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
-    const document = await this.find(key, id, true);
+  async cancel(tx: Transaction, key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
+    const document = await this.find(tx, key, id, true);
     const outcome = transition(document.status, { kind: 'cancel' });
     if (outcome.result !== 'changed') {
       throw new AppError('INVALID_STATE_TRANSITION', `A document in status ${document.status} cannot be cancelled`);
     }
-    const [cancelled] = await this.tx.query<DocumentEntity>(CHANGE_DOCUMENT, [document.id, outcome.to, null, null, document.status]);
+    const [cancelled] = await tx.query<DocumentEntity>(CHANGE_DOCUMENT, [document.id, outcome.to, null, null, document.status]);
     return DocumentsService.view(cancelled);
   }
 
   /** Another source's document is, for this caller, no document at all. */
-  private async find(key: AuthenticatedKey, id: string, forUpdate = false): Promise<DocumentEntity> {
-    const [document] = isUuid(id) ? await this.tx.query<DocumentEntity>(forUpdate ? FIND_FOR_UPDATE : FIND, [id]) : [];
+  private async find(db: Db, key: AuthenticatedKey, id: string, forUpdate = false): Promise<DocumentEntity> {
+    const [document] = isUuid(id) ? await db.query<DocumentEntity>(forUpdate ? FIND_FOR_UPDATE : FIND, [id]) : [];
     if (document?.source !== key.source) throw new AppError('NOT_FOUND', 'No such document');
     return document;
   }

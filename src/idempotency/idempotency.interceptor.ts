@@ -1,14 +1,31 @@
-import { applyDecorators, CallHandler, ExecutionContext, HttpStatus, Injectable, NestInterceptor, SetMetadata, UseInterceptors } from '@nestjs/common';
+import {
+  applyDecorators,
+  CallHandler,
+  createParamDecorator,
+  ExecutionContext,
+  HttpStatus,
+  Injectable,
+  NestInterceptor,
+  SetMetadata,
+  UseInterceptors,
+} from '@nestjs/common';
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
-import { AdvisoryLock } from '../database/transaction-context';
+import { AdvisoryLock, Transaction } from '../database/database';
 import { IdempotencyService } from './idempotency.service';
 import { requestFingerprint } from './fingerprint';
 
 const CLAIM_ALSO = 'idempotency:claim-also';
 
 type LockOf = (body: unknown) => AdvisoryLock | null;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The transaction the idempotency claim opened, in which the handler runs (see InTransaction). */
+    transaction?: Transaction;
+  }
+}
 
 /** The route's request happens at most once per (source, X-Idempotency-Key); put on routes by @Idempotent(). */
 @Injectable()
@@ -30,7 +47,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
         storedAnswer: request.storedAnswer,
         successStatus: Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) ?? HttpStatus.CREATED,
         alsoLock: (Reflect.getMetadata(CLAIM_ALSO, context.getHandler()) as LockOf | undefined)?.(request.body) ?? null,
-        operation: () => lastValueFrom(next.handle(), { defaultValue: undefined }),
+        operation: (tx) => {
+          request.transaction = tx;
+          return lastValueFrom(next.handle(), { defaultValue: undefined });
+        },
         location: () => (reply.getHeader('location') as string | undefined) ?? null,
       }),
     );
@@ -46,3 +66,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
  */
 export const Idempotent = (alsoLock?: LockOf) =>
   applyDecorators(UseInterceptors(IdempotencyInterceptor), ...(alsoLock ? [SetMetadata(CLAIM_ALSO, alsoLock)] : []));
+
+/**
+ * The handler's transaction: the one holding the idempotency claim, so its writes and the stored
+ * answer commit together. Only on routes with @Idempotent().
+ */
+export const InTransaction = createParamDecorator((_data: unknown, ctx: ExecutionContext): Transaction => {
+  const transaction = ctx.switchToHttp().getRequest<FastifyRequest>().transaction;
+  // Parameters are resolved inside the interceptor's call, after the claim; without one it is a wiring bug.
+  if (!transaction) throw new Error('InTransaction used on a route without @Idempotent()');
+  return transaction;
+});

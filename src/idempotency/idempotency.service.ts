@@ -5,7 +5,7 @@ import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-codes';
 import { toProblem } from '../common/problem';
 import { AppConfig } from '../config/app-config';
-import { AdvisoryLock, statement, TransactionContext } from '../database/transaction-context';
+import { AdvisoryLock, Database, Db, statement, Transaction } from '../database/database';
 import { IdempotentReplay } from './idempotent-replay';
 import { StoredAnswer, storedAnswerColumns } from './stored-answer';
 
@@ -27,8 +27,8 @@ export interface IdempotentCall {
   successStatus: number;
   /** A lock the operation will need, taken with the claim to save it a round trip (see ClaimAlso). */
   alsoLock: AdvisoryLock | null;
-  /** Runs the operation; the transaction is open and every repository joins it. */
-  operation: () => Promise<unknown>;
+  /** Runs the operation in the open transaction, which it must pass to every write it makes. */
+  operation: (tx: Transaction) => Promise<unknown>;
   /** Read after the operation, so a Location it set is stored with the response. */
   location: () => string | null;
 }
@@ -85,7 +85,7 @@ type Outcome = { kind: 'in_use' } | { kind: 'reused' } | { kind: 'replay'; answe
 @Injectable()
 export class IdempotencyService {
   constructor(
-    private readonly tx: TransactionContext,
+    private readonly db: Database,
     private readonly config: AppConfig,
   ) {}
 
@@ -111,8 +111,8 @@ export class IdempotencyService {
    */
   async execute(call: IdempotentCall): Promise<unknown> {
     // A finished request needs no claim: concurrent retries of it all get the replay, never a 409.
-    const finished = call.storedAnswer === undefined ? await this.findRecord(call) : IdempotencyService.outcomeOf(call, call.storedAnswer);
-    const outcome: Outcome = finished ?? (await this.tx.run(() => this.claimAndRun(call)));
+    const finished = call.storedAnswer === undefined ? await this.findRecord(this.db, call) : IdempotencyService.outcomeOf(call, call.storedAnswer);
+    const outcome: Outcome = finished ?? (await this.db.run((tx) => this.claimAndRun(tx, call)));
 
     switch (outcome.kind) {
       case 'in_use':
@@ -130,8 +130,8 @@ export class IdempotencyService {
     }
   }
 
-  private async claimAndRun(call: IdempotentCall): Promise<Outcome> {
-    const [{ claimed, fresh }] = await this.tx.query<{ claimed: boolean; fresh: boolean }>(CLAIM, [
+  private async claimAndRun(tx: Transaction, call: IdempotentCall): Promise<Outcome> {
+    const [{ claimed, fresh }] = await tx.query<{ claimed: boolean; fresh: boolean }>(CLAIM, [
       claimLockKey(call.source, call.key),
       call.source,
       call.key,
@@ -141,15 +141,15 @@ export class IdempotencyService {
       call.alsoLock?.key ?? null,
     ]);
     if (!claimed) return { kind: 'in_use' };
-    if (call.alsoLock) this.tx.holds(call.alsoLock);
+    if (call.alsoLock) tx.holds(call.alsoLock);
     // Claimed, but a live record is there: the first request committed since the look-up.
-    if (!fresh) return (await this.findRecord(call)) ?? { kind: 'in_use' };
+    if (!fresh) return (await this.findRecord(tx, call)) ?? { kind: 'in_use' };
 
     let outcome: Outcome;
     let status: number;
     let body: unknown;
     try {
-      body = await call.operation();
+      body = await call.operation(tx);
       status = call.successStatus;
       outcome = { kind: 'done', value: body };
     } catch (error) {
@@ -157,13 +157,13 @@ export class IdempotencyService {
       ({ body, status } = { body: toProblem(error, call.instance, call.requestId).body, status: error.status });
       outcome = { kind: 'refused', error };
     }
-    await this.tx.query(STORE_ANSWER, [call.source, call.key, status, JSON.stringify(body), call.location()]);
+    await tx.query(STORE_ANSWER, [call.source, call.key, status, JSON.stringify(body), call.location()]);
     return outcome;
   }
 
   /** The live record of this key as an outcome (replay or reused), or null when there is none. */
-  private async findRecord(call: IdempotentCall): Promise<Outcome | null> {
-    const [answer] = await this.tx.query<StoredAnswer>(FIND_RECORD, [call.source, call.key]);
+  private async findRecord(db: Db, call: IdempotentCall): Promise<Outcome | null> {
+    const [answer] = await db.query<StoredAnswer>(FIND_RECORD, [call.source, call.key]);
     return IdempotencyService.outcomeOf(call, answer ?? null);
   }
 
@@ -177,7 +177,7 @@ export class IdempotencyService {
   async purgeExpired(batchSize = 5000): Promise<number> {
     let total = 0;
     for (;;) {
-      const [{ deleted }] = await this.tx.query<{ deleted: number }>(PURGE_EXPIRED, [batchSize]);
+      const [{ deleted }] = await this.db.query<{ deleted: number }>(PURGE_EXPIRED, [batchSize]);
       total += deleted;
       if (deleted < batchSize) return total;
     }

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { Database, statement } from '../database/database';
 import type { AttemptResult } from './delivery-sender';
 import type { AttemptOutcome } from './outbound-metrics';
 
@@ -81,7 +81,7 @@ export class DeliveryRecorder {
   private writing: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly tx: TransactionContext,
+    private readonly db: Database,
     private readonly instance: string,
     private readonly onRecorded: (attempts: RecordedAttempt[]) => void,
   ) {}
@@ -104,7 +104,7 @@ export class DeliveryRecorder {
 
   private async write(batch: RecordedAttempt[]): Promise<void> {
     try {
-      await this.tx.query(RECORD, [
+      await this.db.query(RECORD, [
         batch.map((a) => a.deliveryId),
         batch.map((a) => a.outcome),
         batch.map((a) => DELIVERY_STATUS[a.outcome]),

@@ -6,7 +6,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
 import { AppConfig, parseRetrySchedule } from '../config/app-config';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { Database, statement } from '../database/database';
 import type { DocumentEventView } from '../documents/document-events.service';
 import { DeliveryRecorder, RecordedAttempt } from './delivery-recorder';
 import { AttemptResult, DeliverySender } from './delivery-sender';
@@ -119,7 +119,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly tx: TransactionContext,
+    private readonly db: Database,
     private readonly config: AppConfig,
     private readonly metrics: OutboundMetrics,
   ) {
@@ -133,8 +133,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     // one attempt (the slot it waits for), then takes at most one more. Without that margin, no prefetch.
     const attemptSeconds = config.OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS;
     this.prefetch = config.OUTBOUND_WEBHOOKS_LEASE_SECONDS >= 2 * attemptSeconds + 5 ? config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY : 0;
-    this.recorder = new DeliveryRecorder(tx, this.instance, (attempts) => this.recorded(attempts));
-    tx.onCommitFlag(ENQUEUED_FLAG, () => this.announce());
+    this.recorder = new DeliveryRecorder(db, this.instance, (attempts) => this.recorded(attempts));
+    db.onCommitFlag(ENQUEUED_FLAG, () => this.announce());
   }
 
   /**
@@ -148,7 +148,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     this.notifyTimer = setTimeout(() => {
       this.notifyTimer = null;
       // The payload names this instance, whose worker is awake already.
-      this.tx
+      this.db
         .query(NOTIFY, [DELIVERIES_CHANNEL, this.instance])
         .catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code }, 'Telling other instances of new push deliveries failed; they find them by polling'));
     }, CLAIM_INTERVAL_MS);
@@ -250,9 +250,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       .filter((id, index, ids) => ids.indexOf(id) === index)
       .map((id) => [id, (this.perEndpoint.get(id) ?? 0) + (this.queued.get(id)?.length ?? 0)] as const);
     const claimedAt = performance.now();
-    const rows = await this.tx.run(async () => {
-      await this.tx.query(NO_BITMAP_SCANS);
-      return this.tx.query<ClaimedRow>(CLAIM, [
+    const rows = await this.db.run(async (tx) => {
+      await tx.query(NO_BITMAP_SCANS);
+      return tx.query<ClaimedRow>(CLAIM, [
         limit,
         this.config.OUTBOUND_WEBHOOKS_LEASE_SECONDS,
         busy.map(([id]) => id),
@@ -379,7 +379,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   }
 
   private async release(ids: string[]): Promise<void> {
-    await this.tx.query(RELEASE, [ids, this.instance]);
+    await this.db.query(RELEASE, [ids, this.instance]);
   }
 
   /** LISTEN on a connection of its own; reconnects (and looks for missed work) when it drops. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, isBigintPosition } from '../common/cursor';
-import { TransactionContext } from '../database/transaction-context';
+import { Database, Db, Transaction } from '../database/database';
 import { DeliveryWorker } from './delivery-worker';
 import { AdminDeliveriesQueryDto, AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import { OutboundDeliveryEntity } from './outbound-delivery.entity';
@@ -11,15 +11,15 @@ import { WebhookEndpointsService } from './webhook-endpoints.service';
 @Injectable()
 export class OutboundDeliveriesService {
   constructor(
-    private readonly tx: TransactionContext,
+    private readonly db: Database,
     private readonly worker: DeliveryWorker,
     private readonly endpoints: WebhookEndpointsService,
   ) {}
 
   async list(source: string, endpointId: string, query: ListDeliveriesQueryDto): Promise<DeliveryPageDto> {
-    await this.endpoints.find(source, endpointId);
+    await this.endpoints.find(this.db, source, endpointId);
     const limit = query.limit ?? 20;
-    const builder = this.tx.manager
+    const builder = this.db.manager
       .createQueryBuilder(OutboundDeliveryEntity, 'd')
       .where('d.endpoint_id = :endpointId', { endpointId })
       .orderBy('d.id', 'DESC')
@@ -32,13 +32,13 @@ export class OutboundDeliveriesService {
   }
 
   /** A failed or pending delivery is attempted again at once, from the start of the retry schedule. */
-  async retry(source: string, endpointId: string, deliveryId: string): Promise<DeliveryResponseDto> {
-    await this.endpoints.find(source, endpointId);
-    return this.map((await this.restart({ endpointId, deliveryId })).delivery);
+  async retry(tx: Transaction, source: string, endpointId: string, deliveryId: string): Promise<DeliveryResponseDto> {
+    await this.endpoints.find(tx, source, endpointId);
+    return this.map((await this.restart(tx, { endpointId, deliveryId })).delivery);
   }
 
   async listForAdmin(query: AdminDeliveriesQueryDto): Promise<AdminDeliveryDto[]> {
-    const builder = this.tx.manager
+    const builder = this.db.manager
       .createQueryBuilder(OutboundDeliveryEntity, 'd')
       .innerJoin('webhook_endpoints', 'w', 'w.id = d.endpoint_id')
       .addSelect('w.url', 'endpoint_url')
@@ -52,26 +52,26 @@ export class OutboundDeliveriesService {
 
   /** The console's Retry: any source, but still only a failed or pending delivery. */
   async retryForAdmin(deliveryId: string): Promise<AdminDeliveryDto> {
-    const { delivery, endpoint } = await this.restart({ deliveryId });
+    const { delivery, endpoint } = await this.restart(this.db, { deliveryId });
     return { ...this.map(delivery), source: delivery.source, endpointId: endpoint.id, endpointUrl: endpoint.url };
   }
 
-  private async restart({ endpointId, deliveryId }: { endpointId?: string; deliveryId: string }) {
+  private async restart(db: Db, { endpointId, deliveryId }: { endpointId?: string; deliveryId: string }) {
     const delivery = isBigintPosition(deliveryId)
-      ? await this.tx.manager.findOneBy(OutboundDeliveryEntity, { id: deliveryId, ...(endpointId ? { endpointId } : {}) })
+      ? await db.manager.findOneBy(OutboundDeliveryEntity, { id: deliveryId, ...(endpointId ? { endpointId } : {}) })
       : null;
     if (!delivery) throw new AppError('NOT_FOUND', 'No such delivery');
     if (delivery.status === 'succeeded') throw new AppError('INVALID_STATE_TRANSITION', 'The delivery has already succeeded');
-    const endpoint = await this.tx.manager.findOneByOrFail(WebhookEndpointEntity, { id: delivery.endpointId });
+    const endpoint = await db.manager.findOneByOrFail(WebhookEndpointEntity, { id: delivery.endpointId });
     if (!endpoint.enabled) throw new AppError('INVALID_STATE_TRANSITION', 'The endpoint is disabled; enable it before retrying its deliveries');
-    const [rows] = await this.tx.manager.query(
+    const [rows] = await db.manager.query(
       `UPDATE outbound_deliveries SET status = 'pending', retry_step = 0, next_attempt_at = now()
         WHERE id = $1 AND status <> 'succeeded' RETURNING next_attempt_at`,
       [delivery.id],
     );
     if (rows.length === 0) throw new AppError('INVALID_STATE_TRANSITION', 'The delivery has already succeeded');
     // Delivered on commit: an idle worker picks the delivery up at once.
-    this.tx.afterCommit(() => this.worker.announce());
+    db.afterCommit(() => this.worker.announce());
     return { delivery: Object.assign(delivery, { status: 'pending' as const, retryStep: 0, nextAttemptAt: rows[0].next_attempt_at as Date }), endpoint };
   }
 

@@ -3,7 +3,8 @@ import { ApiAcceptedResponse, ApiCreatedResponse, ApiNoContentResponse, ApiOkRes
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
-import { Idempotent } from '../idempotency/idempotency.interceptor';
+import { Transaction } from '../database/database';
+import { Idempotent, InTransaction } from '../idempotency/idempotency.interceptor';
 import { DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import {
   CreateWebhookEndpointDto,
@@ -45,8 +46,8 @@ export class WebhookEndpointsController {
   })
   @ApiCreatedResponse({ type: WebhookEndpointWithSecretDto, links: ENDPOINT_LINKS })
   @ApiProblems('VALIDATION_ERROR')
-  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
-    return this.endpoints.create(key.source, body);
+  create(@InTransaction() tx: Transaction, @CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
+    return this.endpoints.create(tx, key.source, body);
   }
 
   @Get()
@@ -100,8 +101,8 @@ export class WebhookEndpointsController {
   @ENDPOINT_ID
   @ApiOkResponse({ type: WebhookEndpointWithSecretDto })
   @ApiProblems('NOT_FOUND')
-  rotateSecret(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<WebhookEndpointWithSecretDto> {
-    return this.endpoints.rotateSecret(key.source, id);
+  rotateSecret(@InTransaction() tx: Transaction, @CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<WebhookEndpointWithSecretDto> {
+    return this.endpoints.rotateSecret(tx, key.source, id);
   }
 
   @Get(':id/deliveries')
@@ -129,7 +130,12 @@ export class WebhookEndpointsController {
   @DELIVERY_ID
   @ApiAcceptedResponse({ type: DeliveryResponseDto })
   @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION')
-  retry(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @Param('deliveryId') deliveryId: string): Promise<DeliveryResponseDto> {
-    return this.deliveries.retry(key.source, id, deliveryId);
+  retry(
+    @InTransaction() tx: Transaction,
+    @CurrentKey() key: AuthenticatedKey,
+    @Param('id') id: string,
+    @Param('deliveryId') deliveryId: string,
+  ): Promise<DeliveryResponseDto> {
+    return this.deliveries.retry(tx, key.source, id, deliveryId);
   }
 }

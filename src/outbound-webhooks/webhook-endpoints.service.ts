@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { isUuid } from '../common/validation';
 import { AppConfig } from '../config/app-config';
-import { TransactionContext } from '../database/transaction-context';
+import { Database, Db, Transaction } from '../database/database';
 import { DeliveryWorker } from './delivery-worker';
 import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto';
 import { checkEndpointUrl } from './endpoint-url';
@@ -16,15 +16,15 @@ const ENDPOINTS_LOCK_NAMESPACE = 7_340_216;
 @Injectable()
 export class WebhookEndpointsService {
   constructor(
-    private readonly tx: TransactionContext,
+    private readonly db: Database,
     private readonly worker: DeliveryWorker,
     private readonly config: AppConfig,
   ) {}
 
   /** Runs in the idempotency transaction, so a replay of the POST returns this same secret. */
-  async create(source: string, dto: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
+  async create(tx: Transaction, source: string, dto: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
     await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
-    const manager = this.tx.manager;
+    const manager = tx.manager;
     // Counted under the source's lock, so parallel creations cannot pass the limit together.
     await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [ENDPOINTS_LOCK_NAMESPACE, source]);
     if ((await manager.countBy(WebhookEndpointEntity, { source })) >= MAX_ENDPOINTS_PER_SOURCE) {
@@ -45,17 +45,17 @@ export class WebhookEndpointsService {
   }
 
   async list(source: string): Promise<WebhookEndpointResponseDto[]> {
-    const endpoints = await this.tx.manager.find(WebhookEndpointEntity, { where: { source }, order: { createdAt: 'ASC' } });
+    const endpoints = await this.db.manager.find(WebhookEndpointEntity, { where: { source }, order: { createdAt: 'ASC' } });
     return endpoints.map((endpoint) => this.map(endpoint));
   }
 
   async get(source: string, id: string): Promise<WebhookEndpointResponseDto> {
-    return this.map(await this.find(source, id));
+    return this.map(await this.find(this.db, source, id));
   }
 
   async update(source: string, id: string, dto: UpdateWebhookEndpointDto): Promise<WebhookEndpointResponseDto> {
     if (dto.url !== undefined) await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
-    const endpoint = await this.find(source, id);
+    const endpoint = await this.find(this.db, source, id);
     if (dto.url !== undefined) endpoint.url = dto.url;
     if (dto.description !== undefined) endpoint.description = dto.description;
     if (dto.eventTypes !== undefined) endpoint.eventTypes = dto.eventTypes;
@@ -68,21 +68,21 @@ export class WebhookEndpointsService {
       // A fresh start: the five days of failures that may have disabled it count from now again.
       Object.assign(endpoint, { enabled: true, disabledReason: null, failingSince: null });
     }
-    const saved = await this.tx.manager.save(endpoint);
-    if (resumed) this.tx.afterCommit(() => this.worker.announce());
+    const saved = await this.db.manager.save(endpoint);
+    if (resumed) this.worker.announce();
     return this.map(saved);
   }
 
   /** Pending deliveries to it go with it (ON DELETE CASCADE); an attempt in flight finds nothing to record. */
   async remove(source: string, id: string): Promise<void> {
-    const result = isUuid(id) ? await this.tx.manager.delete(WebhookEndpointEntity, { id, source }) : { affected: 0 };
+    const result = isUuid(id) ? await this.db.manager.delete(WebhookEndpointEntity, { id, source }) : { affected: 0 };
     if (!result.affected) throw this.notFound();
   }
 
   /** The old secret keeps signing, beside the new one, for OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS. */
-  async rotateSecret(source: string, id: string): Promise<WebhookEndpointWithSecretDto> {
+  async rotateSecret(tx: Transaction, source: string, id: string): Promise<WebhookEndpointWithSecretDto> {
     if (!isUuid(id)) throw this.notFound();
-    const [rows] = await this.tx.manager.query(
+    const [rows] = await tx.manager.query(
       `UPDATE webhook_endpoints
           SET previous_secret = secret, secret = $3, previous_secret_expires_at = now() + make_interval(secs => $4), updated_at = now()
         WHERE id = $1 AND source = $2
@@ -90,18 +90,18 @@ export class WebhookEndpointsService {
       [id, source, generateSecret(), this.config.OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS],
     );
     if (rows.length === 0) throw this.notFound();
-    const endpoint = await this.find(source, id);
+    const endpoint = await this.find(tx, source, id);
     return { ...this.map(endpoint), secret: endpoint.secret };
   }
 
   async listForAdmin(source: string | undefined): Promise<AdminWebhookEndpointDto[]> {
-    const endpoints = await this.tx.manager.find(WebhookEndpointEntity, { where: source ? { source } : {}, order: { createdAt: 'DESC' }, take: 500 });
+    const endpoints = await this.db.manager.find(WebhookEndpointEntity, { where: source ? { source } : {}, order: { createdAt: 'DESC' }, take: 500 });
     return endpoints.map((endpoint) => ({ source: endpoint.source, ...this.map(endpoint) }));
   }
 
   /** Another source's endpoint, an unknown id and a non-UUID are all the same 404. */
-  async find(source: string, id: string): Promise<WebhookEndpointEntity> {
-    const endpoint = isUuid(id) ? await this.tx.manager.findOneBy(WebhookEndpointEntity, { id, source }) : null;
+  async find(db: Db, source: string, id: string): Promise<WebhookEndpointEntity> {
+    const endpoint = isUuid(id) ? await db.manager.findOneBy(WebhookEndpointEntity, { id, source }) : null;
     if (!endpoint) throw this.notFound();
     return endpoint;
   }

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { statement, TransactionContext } from '../database/transaction-context';
+import { Database, statement, Transaction } from '../database/database';
 import { DocumentPaymentsService } from '../documents/document-payments.service';
 import { documentChangeCtes } from '../documents/document-sql';
 import { DocumentEntity } from '../documents/document.entity';
@@ -67,13 +67,13 @@ const LIST = statement(
 @Injectable()
 export class WebhookEventsService implements OnModuleInit {
   constructor(
-    private readonly tx: TransactionContext,
+    private readonly db: Database,
     private readonly payments: DocumentPaymentsService,
     private readonly documents: DocumentsService,
   ) {}
 
   onModuleInit(): void {
-    this.documents.onCreated((document) => this.applyUnmatched(document));
+    this.documents.onCreated((tx, document) => this.applyUnmatched(tx, document));
   }
 
   /**
@@ -82,14 +82,14 @@ export class WebhookEventsService implements OnModuleInit {
    * look-up sees every document committed before the lock was granted).
    */
   receive({ payload, rawBody, signedAt }: VerifiedDelivery): Promise<WebhookOutcome> {
-    return this.tx.run(async () => {
-      await this.payments.lockProviderReference(payload.providerReference);
-      const document = payload.eventType === PAYMENT_STATUS_EVENT ? await this.payments.findForUpdate(payload.providerReference) : null;
+    return this.db.run(async (tx) => {
+      await this.payments.lockProviderReference(tx, payload.providerReference);
+      const document = payload.eventType === PAYMENT_STATUS_EVENT ? await this.payments.findForUpdate(tx, payload.providerReference) : null;
       const assessment = document ? this.payments.assess(document, payload) : null;
       const outcome: WebhookOutcome =
         payload.eventType !== PAYMENT_STATUS_EVENT ? 'ignored' : !document ? 'unmatched' : assessment!.result === 'refused' ? 'ignored' : 'applied';
       const newStatus = !document || !assessment || assessment.result === 'refused' ? null : assessment.result === 'changed' ? assessment.to : document.status;
-      const [{ first }] = await this.tx.query<{ first: boolean }>(RECEIVE, [
+      const [{ first }] = await tx.query<{ first: boolean }>(RECEIVE, [
         payload.eventId,
         payload.eventType,
         payload.status,
@@ -107,19 +107,19 @@ export class WebhookEventsService implements OnModuleInit {
   }
 
   /** Events that arrived before their document: applied, oldest first, as the document is created. */
-  private async applyUnmatched(document: DocumentEntity): Promise<DocumentEntity> {
+  private async applyUnmatched(tx: Transaction, document: DocumentEntity): Promise<DocumentEntity> {
     if (!document.providerReference) return document;
-    const pending = await this.tx.query<{ id: string; eventId: string; status: string }>(PENDING, [document.providerReference]);
+    const pending = await tx.query<{ id: string; eventId: string; status: string }>(PENDING, [document.providerReference]);
     for (const event of pending) {
       const assessment = this.payments.assess(document, event);
-      document = await this.payments.apply(document, event, assessment);
-      await this.tx.query(SETTLE, [event.id, assessment.result === 'refused' ? 'ignored' : 'applied', document.id]);
+      document = await this.payments.apply(tx, document, event, assessment);
+      await tx.query(SETTLE, [event.id, assessment.result === 'refused' ? 'ignored' : 'applied', document.id]);
     }
     return document;
   }
 
   async list(filter: { outcome?: WebhookOutcome; limit: number }): Promise<WebhookEventView[]> {
-    const rows = await this.tx.query<Omit<WebhookEventView, 'receivedAt'> & { receivedAt: Date }>(LIST, [filter.outcome ?? null, filter.limit]);
+    const rows = await this.db.query<Omit<WebhookEventView, 'receivedAt'> & { receivedAt: Date }>(LIST, [filter.outcome ?? null, filter.limit]);
     return rows.map((e) => ({ ...e, receivedAt: e.receivedAt.toISOString() }));
   }
 }

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { TransactionContext } from '../../src/database/transaction-context';
+import { Database } from '../../src/database/database';
 import { DocumentsService } from '../../src/documents/documents.service';
 import { CreateDocumentDto } from '../../src/documents/dto/create-document.dto';
 import { cancelDocument, documentBody, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
@@ -158,8 +158,8 @@ describe('event feed with many writers of one source', () => {
     let created!: () => void;
     const wasCreated = new Promise<void>((resolve) => (created = resolve));
     // A writer of the same source that keeps its transaction open after writing its document and event.
-    const held = t.app.get(TransactionContext).run(async () => {
-      const document = await t.app.get(DocumentsService).create({ source: source.source, keyId: source.id, prefix: '', expiresAt: null }, documentBody(source.source) as unknown as CreateDocumentDto);
+    const held = t.app.get(Database).run(async (tx) => {
+      const document = await t.app.get(DocumentsService).create(tx, { source: source.source, keyId: source.id, prefix: '', expiresAt: null }, documentBody(source.source) as unknown as CreateDocumentDto);
       created();
       await gate;
       return document;

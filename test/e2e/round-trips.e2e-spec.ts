@@ -22,7 +22,7 @@ async function statementsOf(work: () => Promise<unknown>, values: Record<string,
   Client.prototype.query = function (this: Client, ...args: unknown[]) {
     const config = args[0] as string | { name?: string; text: string; values?: unknown[] };
     const text = typeof config === 'string' ? config : config.text;
-    // A COMMIT may carry, in the same message, the read of flags that triggers set (TransactionContext).
+    // A COMMIT may carry, in the same message, the read of flags that triggers set (Database.onCommitFlag).
     const label = typeof config === 'string' ? (/;\s*COMMIT$/.test(text) ? 'COMMIT' : text.trim().split(/\s+/)[0]) : (config.name ?? text.trim().split(/\s+/)[0]);
     const background = BACKGROUND.has(label) || OUTBOUND_WORKER.test(text) || OUTBOUND_WORKER.test(label);
     sent.push({ client: this, label, background });

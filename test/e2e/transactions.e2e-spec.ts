@@ -1,18 +1,18 @@
-import { statement, TransactionContext } from '../../src/database/transaction-context';
+import { Database, statement } from '../../src/database/database';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const SET_FLAG = statement('test-set-flag', `SELECT set_config('test.flag', 'on', true)`);
 const NOOP = statement('test-noop', 'SELECT 1');
 const INSERT_PROBE = statement('test-insert-probe', 'INSERT INTO tx_probe (label) VALUES ($1)');
 
-describe('TransactionContext: all or nothing', () => {
+describe('Database transactions: all or nothing', () => {
   let t: TestApp;
-  let tx: TransactionContext;
+  let db: Database;
   const labels = async () => (await t.db.query('SELECT label FROM tx_probe ORDER BY label')).rows.map((r) => r.label);
 
   beforeAll(async () => {
     t = await startTestApp();
-    tx = t.app.get(TransactionContext);
+    db = t.app.get(Database);
     await t.db.query('CREATE TABLE tx_probe (label text NOT NULL)');
   });
   afterAll(() => t.close());
@@ -22,8 +22,8 @@ describe('TransactionContext: all or nothing', () => {
     const attempts = Array.from({ length: 20 }, (_, i) => i);
     await Promise.all(
       attempts.map((i) =>
-        tx
-          .run(async () => {
+        db
+          .run(async (tx) => {
             if (i % 2) await tx.query(INSERT_PROBE, [`named-${i}`]);
             else await tx.manager.query('INSERT INTO tx_probe (label) VALUES ($1)', [`typeorm-${i}`]);
             await tx.query(INSERT_PROBE, [`second-${i}`]);
@@ -34,42 +34,42 @@ describe('TransactionContext: all or nothing', () => {
     );
     expect(await labels()).toEqual([]);
 
-    await Promise.all(attempts.map((i) => tx.run(() => tx.query(INSERT_PROBE, [`kept-${String(i).padStart(2, '0')}`]))));
+    await Promise.all(attempts.map((i) => db.run((tx) => tx.query(INSERT_PROBE, [`kept-${String(i).padStart(2, '0')}`]))));
     expect(await labels()).toEqual(attempts.map((i) => `kept-${String(i).padStart(2, '0')}`));
   });
 
   it('rolls back when the first statement itself fails, and the connection goes on serving transactions', async () => {
     await t.db.query('TRUNCATE tx_probe');
     for (let i = 0; i < 12; i += 1) {
-      await expect(tx.run(() => tx.query(INSERT_PROBE, [null]))).rejects.toMatchObject({ code: '23502' });
+      await expect(db.run((tx) => tx.query(INSERT_PROBE, [null]))).rejects.toMatchObject({ code: '23502' });
     }
-    await tx.run(() => tx.query(INSERT_PROBE, ['after']));
+    await db.run((tx) => tx.query(INSERT_PROBE, ['after']));
     expect(await labels()).toEqual(['after']);
   });
 
   it('calls the afterCommit listeners of a transaction that sent no statement', async () => {
     let called = 0;
-    await tx.run(async () => tx.afterCommit(() => (called += 1)));
+    await db.run(async (tx) => tx.afterCommit(() => (called += 1)));
     expect(called).toBe(1);
   });
 });
 
-describe('TransactionContext: work owed after a commit', () => {
+describe('Database transactions: work owed after a commit', () => {
   let t: TestApp;
-  let tx: TransactionContext;
+  let db: Database;
   let flagged = 0;
 
   beforeAll(async () => {
     t = await startTestApp();
-    tx = t.app.get(TransactionContext);
-    tx.onCommitFlag('test.flag', () => (flagged += 1));
+    db = t.app.get(Database);
+    db.onCommitFlag('test.flag', () => (flagged += 1));
   });
   afterAll(() => t.close());
   beforeEach(() => (flagged = 0));
 
   it('calls afterCommit listeners once the transaction has committed, never when it rolls back, and at once outside one', async () => {
     const calls: string[] = [];
-    await tx.run(async () => {
+    await db.run(async (tx) => {
       tx.afterCommit(() => calls.push('committed'));
       await tx.query(NOOP);
       expect(calls).toEqual([]);
@@ -77,30 +77,30 @@ describe('TransactionContext: work owed after a commit', () => {
     expect(calls).toEqual(['committed']);
 
     await expect(
-      tx.run(async () => {
+      db.run(async (tx) => {
         tx.afterCommit(() => calls.push('rolled back'));
         throw new Error('refused');
       }),
     ).rejects.toThrow('refused');
     expect(calls).toEqual(['committed']);
 
-    tx.afterCommit(() => calls.push('outside'));
+    db.afterCommit(() => calls.push('outside'));
     expect(calls).toEqual(['committed', 'outside']);
   });
 
   it('hears a flag the transaction set only after it committed, and not from a later transaction on the same connections', async () => {
-    await tx.run(async () => {
+    await db.run(async (tx) => {
       await tx.query(SET_FLAG);
       expect(flagged).toBe(0);
     });
     expect(flagged).toBe(1);
 
     // The setting is transaction-local: whatever connection the pool hands out next, it is not set.
-    await Promise.all(Array.from({ length: 20 }, () => tx.run(() => tx.query(NOOP))));
+    await Promise.all(Array.from({ length: 20 }, () => db.run((tx) => tx.query(NOOP))));
     expect(flagged).toBe(1);
 
     await expect(
-      tx.run(async () => {
+      db.run(async (tx) => {
         await tx.query(SET_FLAG);
         throw new Error('refused');
       }),
@@ -109,7 +109,7 @@ describe('TransactionContext: work owed after a commit', () => {
   });
 
   it('refuses a flag that is not a custom setting name, which would otherwise be spliced into SQL', () => {
-    expect(() => tx.onCommitFlag("x'; DROP TABLE documents; --", () => undefined)).toThrow('is not a custom setting');
-    expect(() => tx.onCommitFlag('work_mem', () => undefined)).toThrow('is not a custom setting');
+    expect(() => db.onCommitFlag("x'; DROP TABLE documents; --", () => undefined)).toThrow('is not a custom setting');
+    expect(() => db.onCommitFlag('work_mem', () => undefined)).toThrow('is not a custom setting');
   });
 });
