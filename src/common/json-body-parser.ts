@@ -64,7 +64,7 @@ export function exceedsShape(value: unknown): FieldError | null {
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Keys that class-transformer silently drops (or secure JSON parsing refuses) on the way to a DTO. */
-const RESERVED_KEYS = new Set(['constructor', '__proto__', 'prototype']);
+export const RESERVED_KEYS: ReadonlySet<string> = new Set(['constructor', '__proto__', 'prototype']);
 
 /**
  * The first place in a parsed value that could not be stored as sent: a NUL character (PostgreSQL

@@ -31,6 +31,18 @@ export function toFieldErrors(errors: ValidationError[], parent = ''): FieldErro
   });
 }
 
+type FastPath = (value: unknown) => object | null;
+const fastPaths = new Map<unknown, FastPath>();
+
+/**
+ * A hot body's check in plain code: it returns the DTO the pipe would make, or null to leave the body
+ * to class-validator, which then names every bad field. It must accept only what the DTO's decorators
+ * accept; a property test per fast path holds the two together.
+ */
+export function registerFastPath(dto: abstract new () => object, accept: FastPath): void {
+  fastPaths.set(dto, accept);
+}
+
 /**
  * The one validation pipe: unknown fields are refused, every bad field is named by its path. It also
  * refuses a body the parser could not use, here and not earlier, so authentication and the
@@ -49,7 +61,8 @@ class ContractValidationPipe extends ValidationPipe {
       const unstorable = findUnstorable(value, metadata.type === 'param' ? metadata.data : '');
       if (unstorable) throw AppError.validation([unstorable]);
     }
-    return super.transform(value, metadata);
+    const accepted = metadata.type === 'body' ? fastPaths.get(metadata.metatype)?.(value) : undefined;
+    return accepted ?? super.transform(value, metadata);
   }
 }
 
