@@ -138,7 +138,7 @@ export class AppConfig {
 
   // Two at least: migrations at start hold the advisory lock on one connection and run on another.
   @IntInRange(2, 200)
-  DB_POOL_SIZE = 10;
+  DB_POOL_SIZE = 20;
 
   /** A server-side bound on every statement, so a stuck query cannot hold a pool connection for long. */
   @IntInRange(100, 600000)
