@@ -32,7 +32,7 @@ export class AdminApiKeysService {
   }
 
   async get(id: string): Promise<ApiKeyView> {
-    return ApiKeysService.view(await this.apiKeys.get(this.db, id));
+    return ApiKeysService.view(await this.apiKeys.get(id));
   }
 
   revoke(id: string, remoteAddress: string): Promise<ApiKeyView> {

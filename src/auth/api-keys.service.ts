@@ -82,17 +82,18 @@ export class ApiKeysService {
     return this.db.manager.find(ApiKeyEntity, { where: source ? { source } : {}, order: { createdAt: 'DESC', id: 'DESC' } });
   }
 
-  async get(db: Db, id: string, lock = false): Promise<ApiKeyEntity> {
+  /** `lockIn` locks the key (FOR UPDATE) in that transaction. */
+  async get(id: string, lockIn?: Transaction): Promise<ApiKeyEntity> {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'No such API key');
-    const query = db.manager.createQueryBuilder(ApiKeyEntity, 'k').where('k.id = :id', { id });
-    const key = await (lock ? query.setLock('pessimistic_write') : query).getOne();
+    const query = (lockIn ?? this.db).manager.createQueryBuilder(ApiKeyEntity, 'k').where('k.id = :id', { id });
+    const key = await (lockIn ? query.setLock('pessimistic_write') : query).getOne();
     if (!key) throw new AppError('NOT_FOUND', 'No such API key');
     return key;
   }
 
   /** Revokes now; a key already revoked keeps its original time (revoking twice is harmless). */
   async revoke(tx: Transaction, id: string): Promise<ApiKeyEntity> {
-    const key = await this.get(tx, id, true);
+    const key = await this.get(id, tx);
     const now = new Date();
     if (!key.revokedAt || key.revokedAt > now) {
       key.revokedAt = now;
@@ -103,7 +104,7 @@ export class ApiKeysService {
 
   /** Issues a successor with the same source, name and expiry; the old key stops after `graceSeconds`. */
   async rotate(tx: Transaction, id: string, graceSeconds: number): Promise<{ old: ApiKeyEntity; issued: IssuedApiKey }> {
-    const old = await this.get(tx, id, true);
+    const old = await this.get(id, tx);
     if (ApiKeysService.statusOf(old) !== 'ACTIVE') {
       throw new AppError('INVALID_STATE_TRANSITION', `Only an active key can be rotated; this one is ${ApiKeysService.statusOf(old)}`);
     }

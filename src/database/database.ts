@@ -52,6 +52,8 @@ export class Transaction implements Db {
   private readonly locks = new Set<string>();
   /** Called once it has committed. */
   readonly committed: Array<() => void> = [];
+  /** Set when `run` ends: the connection is back in the pool, perhaps in another request's transaction. */
+  private ended = false;
 
   constructor(
     readonly client: PoolClient,
@@ -59,11 +61,13 @@ export class Transaction implements Db {
   ) {}
 
   async query<R extends QueryResultRow>(sql: Statement, values: unknown[] = []): Promise<R[]> {
+    this.assertOpen();
     return (await this.client.query<R>({ name: sql.name, text: sql.text, values })).rows;
   }
 
   /** Made on first use: the hot paths never need it. */
   get manager(): EntityManager {
+    this.assertOpen();
     if (!this.typeorm) {
       // A query runner bound to this connection, marked as inside a transaction so that TypeORM
       // neither takes another connection nor opens a transaction of its own.
@@ -75,6 +79,7 @@ export class Transaction implements Db {
   }
 
   afterCommit(listener: () => void): void {
+    this.assertOpen();
     this.committed.push(listener);
   }
 
@@ -88,6 +93,14 @@ export class Transaction implements Db {
   /** Records a lock that a statement of this transaction took by itself. */
   holds(lock: AdvisoryLock): void {
     this.locks.add(lockId(lock));
+  }
+
+  end(): void {
+    this.ended = true;
+  }
+
+  private assertOpen(): void {
+    if (this.ended) throw new Error('This transaction has ended: use it only inside the run that made it');
   }
 }
 
@@ -133,6 +146,7 @@ export class Database implements Db {
       await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
+      transaction.end();
       release(broken);
     }
   }

@@ -3,7 +3,7 @@ import { AuthenticatedKey } from '../auth/authenticated-key';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor } from '../common/cursor';
 import { isUuid } from '../common/validation';
-import { Database, Db, statement, Transaction } from '../database/database';
+import { Database, statement, Transaction } from '../database/database';
 import { DocumentPaymentsService } from './document-payments.service';
 import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
 import { DocumentEntity } from './document.entity';
@@ -99,7 +99,7 @@ export class DocumentsService {
   }
 
   async get(key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
-    return DocumentsService.view(await this.find(this.db, key, id));
+    return DocumentsService.view(await this.find(key, id));
   }
 
   async list(key: AuthenticatedKey, query: ListDocumentsQueryDto): Promise<DocumentPageDto> {
@@ -118,7 +118,7 @@ export class DocumentsService {
   }
 
   async cancel(tx: Transaction, key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
-    const document = await this.find(tx, key, id, true);
+    const document = await this.find(key, id, tx);
     const outcome = transition(document.status, { kind: 'cancel' });
     if (outcome.result !== 'changed') {
       throw new AppError('INVALID_STATE_TRANSITION', `A document in status ${document.status} cannot be cancelled`);
@@ -127,9 +127,10 @@ export class DocumentsService {
     return DocumentsService.view(cancelled);
   }
 
-  /** Another source's document is, for this caller, no document at all. */
-  private async find(db: Db, key: AuthenticatedKey, id: string, forUpdate = false): Promise<DocumentEntity> {
-    const [document] = isUuid(id) ? await db.query<DocumentEntity>(forUpdate ? FIND_FOR_UPDATE : FIND, [id]) : [];
+  /** Another source's document is, for this caller, no document at all. `lockIn` locks it (FOR UPDATE) in that transaction. */
+  private async find(key: AuthenticatedKey, id: string, lockIn?: Transaction): Promise<DocumentEntity> {
+    if (!isUuid(id)) throw new AppError('NOT_FOUND', 'No such document');
+    const [document] = lockIn ? await lockIn.query<DocumentEntity>(FIND_FOR_UPDATE, [id]) : await this.db.query<DocumentEntity>(FIND, [id]);
     if (document?.source !== key.source) throw new AppError('NOT_FOUND', 'No such document');
     return document;
   }

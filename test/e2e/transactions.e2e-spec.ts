@@ -1,4 +1,4 @@
-import { Database, statement } from '../../src/database/database';
+import { Database, statement, Transaction } from '../../src/database/database';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const SET_FLAG = statement('test-set-flag', `SELECT set_config('test.flag', 'on', true)`);
@@ -45,6 +45,17 @@ describe('Database transactions: all or nothing', () => {
     }
     await db.run((tx) => tx.query(INSERT_PROBE, ['after']));
     expect(await labels()).toEqual(['after']);
+  });
+
+  it('refuses a transaction handle used after its run has ended, when its connection may serve another request', async () => {
+    let kept!: Transaction;
+    await db.run(async (tx) => {
+      kept = tx;
+      await tx.query(NOOP);
+    });
+    await expect(kept.query(INSERT_PROBE, ['too-late'])).rejects.toThrow('has ended');
+    expect(() => kept.manager).toThrow('has ended');
+    expect(() => kept.afterCommit(() => undefined)).toThrow('has ended');
   });
 
   it('calls the afterCommit listeners of a transaction that sent no statement', async () => {
