@@ -32,16 +32,21 @@ function rule(name: string, message: string, test: (value: unknown, args: Valida
     registerDecorator({ name, target: target.constructor, propertyName, options: { message }, validator: { validate: test } });
 }
 
-const IsCountry = () => rule('isCountry', 'must be an ISO 3166-1 alpha-2 country code in upper case', (v) => typeof v === 'string' && ISO_COUNTRIES.has(v));
-const IsCurrency = () => rule('isCurrency', 'must be an ISO 4217 currency code in upper case', (v) => typeof v === 'string' && ISO_CURRENCIES.has(v));
-const IsCalendarDate = () => rule('isCalendarDate', 'must be a real calendar date as YYYY-MM-DD', (v) => typeof v === 'string' && isCalendarDate(v));
-const IsAmount = () =>
-  rule('isAmount', 'must be a decimal string with up to 15 digits and 4 decimals, e.g. "119.00"', (v) => typeof v === 'string' && AMOUNT_PATTERN.test(v));
+// The rules' predicates, shared by the decorators and the fast path (acceptCreateDocument).
+const isCountry = (v: unknown) => typeof v === 'string' && ISO_COUNTRIES.has(v);
+const isCurrency = (v: unknown) => typeof v === 'string' && ISO_CURRENCIES.has(v);
+const isDate = (v: unknown) => typeof v === 'string' && isCalendarDate(v);
+const isAmount = (v: unknown): v is string => typeof v === 'string' && AMOUNT_PATTERN.test(v);
+
+const IsCountry = () => rule('isCountry', 'must be an ISO 3166-1 alpha-2 country code in upper case', isCountry);
+const IsCurrency = () => rule('isCurrency', 'must be an ISO 4217 currency code in upper case', isCurrency);
+const IsCalendarDate = () => rule('isCalendarDate', 'must be a real calendar date as YYYY-MM-DD', isDate);
+const IsAmount = () => rule('isAmount', 'must be a decimal string with up to 15 digits and 4 decimals, e.g. "119.00"', isAmount);
 const NotAboveTotal = () =>
   rule('notAboveTotal', 'must not exceed totalAmount', (v, args) => {
     const total = (args.object as { totalAmount?: unknown }).totalAmount;
     // Only comparable when both are well-formed; each field reports its own format problem otherwise.
-    if (typeof v !== 'string' || typeof total !== 'string' || !AMOUNT_PATTERN.test(v) || !AMOUNT_PATTERN.test(total)) return true;
+    if (!isAmount(v) || !isAmount(total)) return true;
     return amountUnits(v) <= amountUnits(total);
   });
 const { entries: MAX_ENTRIES, keyLength: MAX_KEY, valueLength: MAX_VALUE } = METADATA_LIMITS;
@@ -154,7 +159,6 @@ const isPlainObject = (value: unknown): value is Plain => typeof value === 'obje
 const onlyKeys = (value: Plain, allowed: ReadonlySet<string>) => Object.keys(value).every((key) => allowed.has(key));
 const text = (value: unknown, min: number, max: number): value is string =>
   typeof value === 'string' && value.length >= min && value.length <= max && !UNEVEN_LENGTH.test(value);
-const amount = (value: unknown): value is string => typeof value === 'string' && AMOUNT_PATTERN.test(value);
 
 /**
  * The create body, checked by plain code: the DTO class-validator and class-transformer would make, or
@@ -167,9 +171,9 @@ export function acceptCreateDocument(body: unknown): CreateDocumentDto | null {
   const { source, externalId, type, taxpayer, issueDate, currency, totalAmount, taxAmount, providerReference, metadata } = body;
   if (typeof source !== 'string' || !text(externalId, 1, 128) || !TYPES.has(type)) return null;
   if (!isPlainObject(taxpayer) || !onlyKeys(taxpayer, TAXPAYER_KEYS)) return null;
-  if (!text(taxpayer.taxId, 1, 64) || !text(taxpayer.name, 1, 200) || typeof taxpayer.country !== 'string' || !ISO_COUNTRIES.has(taxpayer.country)) return null;
-  if (typeof issueDate !== 'string' || !isCalendarDate(issueDate) || typeof currency !== 'string' || !ISO_CURRENCIES.has(currency)) return null;
-  if (!amount(totalAmount) || !amount(taxAmount) || amountUnits(taxAmount) > amountUnits(totalAmount)) return null;
+  if (!text(taxpayer.taxId, 1, 64) || !text(taxpayer.name, 1, 200) || !isCountry(taxpayer.country)) return null;
+  if (!isDate(issueDate) || !isCurrency(currency)) return null;
+  if (!isAmount(totalAmount) || !isAmount(taxAmount) || amountUnits(taxAmount) > amountUnits(totalAmount)) return null;
   if (providerReference !== undefined && (!text(providerReference, 1, 128) || !PROVIDER_REFERENCE_PATTERN.test(providerReference))) return null;
   // A reserved key (which the JSON parser refuses anyway) would not survive class-transformer as sent.
   if (metadata !== undefined && (!isMetadata(metadata) || Object.keys(metadata as Plain).some((key) => RESERVED_KEYS.has(key)))) return null;
