@@ -14,7 +14,8 @@ const OUTBOUND_WORKER = /outbound_deliver|^outbound-/;
  * Every statement the gateway sends to PostgreSQL goes through pg's Client#query; this records what
  * one request sends (the app runs in this process; the test's own connection is not used meanwhile),
  * and into `values` the parameters each named statement was sent with. A transaction of the delivery
- * worker's (its claim) is left out whole, its START and COMMIT included.
+ * worker's (its claim) is left out whole, its START and COMMIT included, as is the end of one begun before
+ * the request.
  */
 async function statementsOf(work: () => Promise<unknown>, values: Record<string, unknown[]> = {}): Promise<string[]> {
   const sent: Array<{ client: Client; label: string; background: boolean }> = [];
@@ -38,6 +39,8 @@ async function statementsOf(work: () => Promise<unknown>, values: Record<string,
   for (const statement of sent) {
     if (statement.label === 'START') open.set(statement.client, []);
     const transaction = open.get(statement.client);
+    // The end of a transaction begun before the request (the worker's claim, still running): not the request's.
+    if (!transaction && (statement.label === 'COMMIT' || statement.label === 'ROLLBACK')) statement.background = true;
     if (!transaction) continue;
     transaction.push(statement);
     if (statement.label === 'COMMIT' || statement.label === 'ROLLBACK') {
