@@ -139,6 +139,40 @@ describe('push notifications across instances', () => {
     }
   });
 
+  it('delivers to other endpoints while one has every slot taken and a backlog, leaving that backlog unclaimed', async () => {
+    const env = { ...ENV, OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY: '2', OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' };
+    const gateway = await startTestApp({ env });
+    const healthy = await new WebhookReceiver().start();
+    receiver.respond = () => 'hang';
+    try {
+      const post = (url: string, body: unknown, apiKey: string) =>
+        gateway.app
+          .inject({ method: 'POST', url, headers: { 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() }, payload: body as object })
+          .then((res) => ({ status: res.statusCode, body: res.json() }));
+      const stuckKey = await newSourceWithKey(gateway.app);
+      const stuck = await registerEndpoint(post, stuckKey.key, receiver.url);
+      for (let i = 0; i < 8; i += 1) expect((await post('/api/v1/documents', documentBody(stuckKey.source), stuckKey.key)).status).toBe(201);
+      const leased = async (endpointId: string) =>
+        (await gateway.db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND leased_by IS NOT NULL`, [endpointId])).rows[0].n;
+      // Two attempts hang and two more wait here for their slots: the other four stay in the database.
+      await waitFor(async () => receiver.messages.length === 2 && (await leased(stuck.id)) === 4, 'the stuck endpoint saturated');
+
+      const otherKey = await newSourceWithKey(gateway.app);
+      const other = await registerEndpoint(post, otherKey.key, healthy.url);
+      for (let i = 0; i < 3; i += 1) expect((await post('/api/v1/documents', documentBody(otherKey.source), otherKey.key)).status).toBe(201);
+      const delivered = async () =>
+        (await gateway.db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND status = 'succeeded'`, [other.id])).rows[0].n;
+      await waitFor(async () => (await delivered()) === 3, "the other endpoint's three deliveries");
+
+      expect(healthy.messages).toHaveLength(3);
+      expect(receiver.messages).toHaveLength(2);
+      expect(await leased(stuck.id)).toBe(4);
+    } finally {
+      await healthy.stop();
+      await gateway.close();
+    }
+  });
+
   describe('wake-up', () => {
     const injectPost = (t: TestApp) => (url: string, body: unknown, apiKey: string) =>
       t.app
