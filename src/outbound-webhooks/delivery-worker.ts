@@ -76,9 +76,9 @@ interface ClaimedDelivery {
 /**
  * The delivery engine of every instance. Due deliveries are claimed with FOR UPDATE SKIP LOCKED and a
  * lease, so instances never attempt the same delivery at once; a crashed instance's claims become due
- * again when their lease ends. Work is announced after each commit that enqueued deliveries (a NOTIFY), heard on a
- * dedicated connection outside the request pool; a slow poll covers missed notifications, expired
- * leases and retries scheduled by other instances.
+ * again when their lease ends. Work is announced after each commit that enqueued deliveries (a
+ * NOTIFY), heard on a dedicated connection outside the request pool; a slow poll covers missed
+ * notifications, expired leases and retries scheduled by other instances.
  */
 @Injectable()
 export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
