@@ -140,6 +140,13 @@ export class AppConfig {
   @IntInRange(2, 200)
   DB_POOL_SIZE = 20;
 
+  /**
+   * How long a pooled connection lives before it is replaced. Its prepared statements keep the plans
+   * made with the table sizes of the time; a new connection plans them afresh (see typeorm-options).
+   */
+  @IntInRange(1, 86400)
+  DB_POOL_CONNECTION_LIFETIME_SECONDS = 60;
+
   /** A server-side bound on every statement, so a stuck query cannot hold a pool connection for long. */
   @IntInRange(100, 600000)
   DB_STATEMENT_TIMEOUT_MS = 10000;

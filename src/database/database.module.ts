@@ -28,6 +28,7 @@ export class DatabaseModule {
             ...buildDataSourceOptions({
               url,
               poolSize: config.DB_POOL_SIZE,
+              connectionLifetimeSeconds: config.DB_POOL_CONNECTION_LIFETIME_SECONDS,
               timeouts: { statementMs: config.DB_STATEMENT_TIMEOUT_MS, lockMs: config.DB_LOCK_TIMEOUT_MS },
             }),
             retryAttempts: 10,

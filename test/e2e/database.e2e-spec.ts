@@ -7,6 +7,7 @@ import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner';
 import { buildDataSourceOptions } from '../../src/database/typeorm-options';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
+import { newSourceWithKey } from '../support/factories';
 import { startClusterProcess, waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
 
@@ -90,6 +91,33 @@ describe('database', () => {
       await runMigrations(dataSource);
       expect(await applied(dataSource)).toHaveLength(total);
       expect(await tables(dataSource)).toEqual(schema);
+    });
+  });
+
+  describe('pooled connections', () => {
+    // A connection keeps the plans of its prepared statements, made for the tables' sizes when it first ran
+    // them; replacing it lets them be planned again for the tables as they are now.
+    it('are replaced after DB_POOL_CONNECTION_LIFETIME_SECONDS, and requests go on over new ones', async () => {
+      const t = await startTestApp({ env: { DB_POOL_CONNECTION_LIFETIME_SECONDS: '1' } });
+      try {
+        const key = await newSourceWithKey(t.app);
+        const me = () => t.app.inject({ method: 'GET', url: '/api/v1/me', headers: { 'x-api-key': key.key } });
+        const pooled = async (): Promise<number[]> =>
+          (await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)).rows.map(
+            (row: { pid: number }) => row.pid,
+          );
+        expect((await Promise.all(Array.from({ length: 5 }, me))).map((res) => res.statusCode)).toEqual(Array(5).fill(200));
+        const first = await pooled();
+        expect(first.length).toBeGreaterThan(0);
+
+        await waitFor(async () => (await pooled()).every((pid) => !first.includes(pid)), 'the first connections replaced', 10000);
+        expect((await me()).statusCode).toBe(200);
+        const next = await pooled();
+        expect(next.length).toBeGreaterThan(0);
+        expect(next.filter((pid) => first.includes(pid))).toEqual([]);
+      } finally {
+        await t.close();
+      }
     });
   });
 });
