@@ -13,12 +13,11 @@ const OUTBOUND_WORKER = /outbound_deliver|^outbound-/;
 /**
  * Every statement the gateway sends to PostgreSQL goes through pg's Client#query; this records what
  * one request sends (the app runs in this process; the test's own connection is not used meanwhile),
- * and into `values` the parameters each named statement was sent with. A transaction of the delivery
- * worker's (its claim) is left out whole, its START and COMMIT included, as is the end of one begun before
- * the request.
+ * and into `values` the parameters each named statement was sent with. Background work (each job a
+ * single statement on the pool, the delivery worker's claim included) is left out.
  */
 async function statementsOf(work: () => Promise<unknown>, values: Record<string, unknown[]> = {}): Promise<string[]> {
-  const sent: Array<{ client: Client; label: string; background: boolean }> = [];
+  const sent: Array<{ label: string; background: boolean }> = [];
   const original = Client.prototype.query;
   Client.prototype.query = function (this: Client, ...args: unknown[]) {
     const config = args[0] as string | { name?: string; text: string; values?: unknown[] };
@@ -26,7 +25,7 @@ async function statementsOf(work: () => Promise<unknown>, values: Record<string,
     // A COMMIT may carry, in the same message, the read of flags that triggers set (Database.onCommitFlag).
     const label = typeof config === 'string' ? (/;\s*COMMIT$/.test(text) ? 'COMMIT' : text.trim().split(/\s+/)[0]) : (config.name ?? text.trim().split(/\s+/)[0]);
     const background = BACKGROUND.has(label) || OUTBOUND_WORKER.test(text) || OUTBOUND_WORKER.test(label);
-    sent.push({ client: this, label, background });
+    sent.push({ label, background });
     if (!background && typeof config !== 'string' && config.name) values[config.name] = config.values ?? [];
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof Client.prototype.query;
@@ -34,19 +33,6 @@ async function statementsOf(work: () => Promise<unknown>, values: Record<string,
     await work();
   } finally {
     Client.prototype.query = original;
-  }
-  const open = new Map<Client, typeof sent>();
-  for (const statement of sent) {
-    if (statement.label === 'START') open.set(statement.client, []);
-    const transaction = open.get(statement.client);
-    // The end of a transaction begun before the request (the worker's claim, still running): not the request's.
-    if (!transaction && (statement.label === 'COMMIT' || statement.label === 'ROLLBACK')) statement.background = true;
-    if (!transaction) continue;
-    transaction.push(statement);
-    if (statement.label === 'COMMIT' || statement.label === 'ROLLBACK') {
-      open.delete(statement.client);
-      if (transaction.some((s) => s.background)) for (const s of transaction) s.background = true;
-    }
   }
   return sent.filter((s) => !s.background).map((s) => s.label);
 }

@@ -58,18 +58,21 @@ function isMetadata(v: unknown): boolean {
 const IsMetadata = () =>
   rule('isMetadata', `must have at most ${MAX_ENTRIES} keys of at most ${MAX_KEY} characters, each with a string value of at most ${MAX_VALUE} characters`, isMetadata);
 
+/** Longest text of each field, for the decorators, the OpenAPI schema and the fast path alike. */
+const MAX_LENGTH = { externalId: 128, taxId: 64, name: 200, providerReference: 128 } as const;
+
 const COUNTRIES = [...ISO_COUNTRIES].sort();
 const CURRENCIES = [...ISO_CURRENCIES].sort();
 
 export class TaxpayerDto {
-  @ApiProperty({ example: 'DE123456789', minLength: 1, maxLength: 64, pattern: TEXT_PATTERN })
+  @ApiProperty({ example: 'DE123456789', minLength: 1, maxLength: MAX_LENGTH.taxId, pattern: TEXT_PATTERN })
   @IsString()
-  @Length(1, 64)
+  @Length(1, MAX_LENGTH.taxId)
   taxId: string;
 
-  @ApiProperty({ example: 'Muster GmbH', minLength: 1, maxLength: 200, pattern: TEXT_PATTERN })
+  @ApiProperty({ example: 'Muster GmbH', minLength: 1, maxLength: MAX_LENGTH.name, pattern: TEXT_PATTERN })
   @IsString()
-  @Length(1, 200)
+  @Length(1, MAX_LENGTH.name)
   name: string;
 
   @ApiProperty({ example: 'DE', enum: COUNTRIES, pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2, upper case' })
@@ -87,9 +90,9 @@ export class CreateDocumentDto {
   @IsString()
   source: string;
 
-  @ApiProperty({ example: 'INV-2026-0001', minLength: 1, maxLength: 128, pattern: TEXT_PATTERN, description: 'Your own id; unique per source' })
+  @ApiProperty({ example: 'INV-2026-0001', minLength: 1, maxLength: MAX_LENGTH.externalId, pattern: TEXT_PATTERN, description: 'Your own id; unique per source' })
   @IsString()
-  @Length(1, 128)
+  @Length(1, MAX_LENGTH.externalId)
   externalId: string;
 
   @ApiProperty({ enum: DOCUMENT_TYPES, example: 'INVOICE' })
@@ -123,13 +126,13 @@ export class CreateDocumentDto {
   @ApiPropertyOptional({
     example: 'PAY-2026-0001',
     minLength: 1,
-    maxLength: 128,
+    maxLength: MAX_LENGTH.providerReference,
     pattern: PROVIDER_REFERENCE_PATTERN.source,
     description: 'The bank’s payment reference; unique across all documents',
   })
   @OptionalField()
   @IsString()
-  @Length(1, 128)
+  @Length(1, MAX_LENGTH.providerReference)
   @Matches(PROVIDER_REFERENCE_PATTERN, { message: 'may only contain letters, digits and . _ : / -' })
   providerReference?: string;
 
@@ -169,12 +172,12 @@ const text = (value: unknown, min: number, max: number): value is string =>
 export function acceptCreateDocument(body: unknown): CreateDocumentDto | null {
   if (!isPlainObject(body) || !onlyKeys(body, DOCUMENT_KEYS)) return null;
   const { source, externalId, type, taxpayer, issueDate, currency, totalAmount, taxAmount, providerReference, metadata } = body;
-  if (typeof source !== 'string' || !text(externalId, 1, 128) || !TYPES.has(type)) return null;
+  if (typeof source !== 'string' || !text(externalId, 1, MAX_LENGTH.externalId) || !TYPES.has(type)) return null;
   if (!isPlainObject(taxpayer) || !onlyKeys(taxpayer, TAXPAYER_KEYS)) return null;
-  if (!text(taxpayer.taxId, 1, 64) || !text(taxpayer.name, 1, 200) || !isCountry(taxpayer.country)) return null;
+  if (!text(taxpayer.taxId, 1, MAX_LENGTH.taxId) || !text(taxpayer.name, 1, MAX_LENGTH.name) || !isCountry(taxpayer.country)) return null;
   if (!isDate(issueDate) || !isCurrency(currency)) return null;
   if (!isAmount(totalAmount) || !isAmount(taxAmount) || amountUnits(taxAmount) > amountUnits(totalAmount)) return null;
-  if (providerReference !== undefined && (!text(providerReference, 1, 128) || !PROVIDER_REFERENCE_PATTERN.test(providerReference))) return null;
+  if (providerReference !== undefined && (!text(providerReference, 1, MAX_LENGTH.providerReference) || !PROVIDER_REFERENCE_PATTERN.test(providerReference))) return null;
   // A reserved key (which the JSON parser refuses anyway) would not survive class-transformer as sent.
   if (metadata !== undefined && (!isMetadata(metadata) || Object.keys(metadata as Plain).some((key) => RESERVED_KEYS.has(key)))) return null;
   return Object.assign(new CreateDocumentDto(), body, { taxpayer: Object.assign(new TaxpayerDto(), taxpayer) });
