@@ -41,7 +41,7 @@ export interface Authentication {
  * on every instance. A POST's idempotency key ($2) is looked up in the same statement: a replay then
  * costs one round trip, and a first request one fewer.
  */
-const AUTHENTICATE = statement(
+export const AUTHENTICATE = statement(
   'api-key-authenticate',
   `SELECT k.id AS "keyId", k.source, k.prefix, k.expires_at AS "expiresAt", ${storedAnswerColumns('r')}
      FROM api_keys k

@@ -7,9 +7,9 @@ export interface DatabaseSettings {
   /**
    * Replaces each pooled connection after this long. A connection keeps the generic plan of each prepared
    * statement, made from the table sizes when it first ran it, until it closes (or an ANALYZE invalidates
-   * it, which never happens where autovacuum is off). Planned while idempotency_records was nearly empty,
-   * the API key look-up read the whole table on every POST once it had grown (72 buffers a call after 7,000
-   * creates, against 4 with the index); a new connection plans it for the table as it is.
+   * it, which never happens where autovacuum is off). A plan made while a table was nearly empty can read
+   * the whole table once it has grown (the API key look-up did, until the idempotency key led its primary
+   * key); a new connection plans each statement for the tables as they are.
    */
   connectionLifetimeSeconds?: number;
   /**

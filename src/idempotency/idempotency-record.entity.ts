@@ -1,14 +1,15 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
 
-/** The stored outcome of one POST, keyed by (source, idempotency key). */
+/** The stored outcome of one POST, keyed by (idempotency key, source). */
 @Entity('idempotency_records')
 @Index('idx_idempotency_records_expires_at', ['expiresAt'])
 export class IdempotencyRecordEntity {
-  @PrimaryColumn({ type: 'varchar', length: 63 })
-  source: string;
-
+  /** First in the primary key: the API key look-up finds the record before it knows the source. */
   @PrimaryColumn({ name: 'idempotency_key', type: 'varchar', length: 128 })
   idempotencyKey: string;
+
+  @PrimaryColumn({ type: 'varchar', length: 63 })
+  source: string;
 
   /** SHA-256 of method, path and the canonical JSON of the body. */
   @Column({ type: 'char', length: 64 })

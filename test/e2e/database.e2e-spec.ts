@@ -2,6 +2,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
+import { hashApiKey } from '../../src/auth/api-key-format';
+import { AUTHENTICATE } from '../../src/auth/api-keys.service';
 import { freePort } from '../../src/database/embedded-postgres';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner';
@@ -116,6 +118,37 @@ describe('database', () => {
         expect(next.length).toBeGreaterThan(0);
         expect(next.filter((pid) => first.includes(pid))).toEqual([]);
       } finally {
+        await t.close();
+      }
+    });
+  });
+
+  describe('generic plans', () => {
+    // A pooled connection may keep the plan it made of a statement while a table was empty for as long as the
+    // connection lives; what that plan reads must not grow with the table.
+    it('of the API key look-up, made while idempotency_records was empty, read a few pages once it holds thousands', async () => {
+      const t = await startTestApp();
+      const client = t.db;
+      try {
+        const key = await newSourceWithKey(t.app);
+        await client.query('BEGIN');
+        await client.query('TRUNCATE idempotency_records');
+        await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+        await client.query(`PREPARE authenticate AS ${AUTHENTICATE.text}`);
+        const lookUp = [hashApiKey(key.key), 'not-stored-key'];
+        const execute = `EXECUTE authenticate(${lookUp.map((value) => `'${value}'`).join(', ')})`;
+        expect((await client.query(execute)).rows).toEqual([expect.objectContaining({ keyId: key.id, fingerprint: null })]);
+
+        await client.query(
+          `INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at)
+           SELECT $1, 'key-' || n, repeat('0', 64), 201, '{}', now() + interval '1 day' FROM generate_series(1, 5000) n`,
+          [key.source],
+        );
+        const [{ 'QUERY PLAN': [plan] }] = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${execute}`)).rows;
+        expect(plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks']).toBeLessThan(10);
+      } finally {
+        await client.query('ROLLBACK');
+        await client.query('DEALLOCATE ALL');
         await t.close();
       }
     });
