@@ -1,4 +1,4 @@
-import { Column, CreateDateColumn, Entity, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
 import { DocumentEntity } from './document.entity';
 import type { DocumentStatus } from './lifecycle';
 
@@ -8,10 +8,11 @@ export type DocumentEventType = 'document.created' | 'document.status_changed';
  * The client event feed: one row per creation and status change, written with the change itself.
  * The table also has `xid` (xid8, default pg_current_xact_id()), the writing transaction, which only
  * the feed query reads, and idx_document_events_source_xid_id over (source, xid, id). TypeORM has no
- * xid8 type, so neither is declared here: a migration made with migration:generate proposes dropping
- * both, and those lines must be removed from it.
+ * xid8 type, so the column is not declared here (and the index is left alone): a migration made with
+ * migration:generate proposes dropping the column, and that line must be removed from it.
  */
 @Entity('document_events')
+@Index('idx_document_events_source_xid_id', { synchronize: false })
 export class DocumentEventEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint' })
   id: string;

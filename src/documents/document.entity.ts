@@ -65,7 +65,7 @@ export class DocumentEntity {
   @Column({ name: 'payment_updated_at', type: 'timestamptz', nullable: true })
   paymentUpdatedAt: Date | null;
 
-  @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
+  @Column({ type: 'jsonb', default: () => "'{}'" })
   metadata: Record<string, string>;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })

@@ -1,4 +1,5 @@
-import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import { OutboundDeliveryEntity } from './outbound-delivery.entity';
 
 /** Every attempt, kept for the delivery log: never the response body beyond a short excerpt. */
 @Entity('outbound_delivery_attempts')
@@ -9,6 +10,10 @@ export class OutboundDeliveryAttemptEntity {
 
   @Column({ name: 'delivery_id', type: 'bigint' })
   deliveryId: string;
+
+  @ManyToOne(() => OutboundDeliveryEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'delivery_id', foreignKeyConstraintName: 'fk_outbound_delivery_attempts_delivery' })
+  delivery?: OutboundDeliveryEntity;
 
   @Column({ name: 'attempted_at', type: 'timestamptz' })
   attemptedAt: Date;

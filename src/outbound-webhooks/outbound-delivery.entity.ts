@@ -1,4 +1,6 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { DocumentEventEntity } from '../documents/document-event.entity';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -8,7 +10,9 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
  * `leaseExpiresAt` is the claim of the instance attempting it; after it passes, any instance may.
  */
 @Entity('outbound_deliveries')
-@Index('uq_outbound_deliveries_endpoint_event', ['endpointId', 'eventId'], { unique: true })
+@Unique('uq_outbound_deliveries_endpoint_event', ['endpointId', 'eventId'])
+@Index('idx_outbound_deliveries_endpoint_due', ['endpointId', 'nextAttemptAt'], { where: `status = 'pending'` })
+@Check('ck_outbound_deliveries_status', `status IN ('pending', 'succeeded', 'failed')`)
 export class OutboundDeliveryEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint', primaryKeyConstraintName: 'pk_outbound_deliveries' })
   id: string;
@@ -16,8 +20,16 @@ export class OutboundDeliveryEntity {
   @Column({ name: 'endpoint_id', type: 'uuid' })
   endpointId: string;
 
+  @ManyToOne(() => WebhookEndpointEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'endpoint_id', foreignKeyConstraintName: 'fk_outbound_deliveries_endpoint' })
+  endpoint?: WebhookEndpointEntity;
+
   @Column({ name: 'event_id', type: 'bigint' })
   eventId: string;
+
+  @ManyToOne(() => DocumentEventEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'event_id', foreignKeyConstraintName: 'fk_outbound_deliveries_event' })
+  event?: DocumentEventEntity;
 
   @Column({ type: 'varchar', length: 63 })
   source: string;
@@ -35,7 +47,7 @@ export class OutboundDeliveryEntity {
   @Column({ name: 'retry_step', type: 'integer', default: 0 })
   retryStep: number;
 
-  @Column({ name: 'next_attempt_at', type: 'timestamptz', nullable: true })
+  @Column({ name: 'next_attempt_at', type: 'timestamptz', nullable: true, default: () => 'now()' })
   nextAttemptAt: Date | null;
 
   @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })

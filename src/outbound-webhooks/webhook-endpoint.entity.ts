@@ -1,4 +1,4 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
 
 export const OUTBOUND_EVENT_TYPES = ['document.created', 'document.status_changed'] as const;
 export type OutboundEventType = (typeof OUTBOUND_EVENT_TYPES)[number];
@@ -7,6 +7,7 @@ export type DisabledReason = 'gone' | 'failing' | 'client';
 /** A client's HTTPS receiver for its source's feed events. The secrets sign; they never leave in a GET. */
 @Entity('webhook_endpoints')
 @Index('idx_webhook_endpoints_source', ['source', 'createdAt'])
+@Check('ck_webhook_endpoints_disabled_reason', `disabled_reason IN ('gone', 'failing', 'client')`)
 export class WebhookEndpointEntity {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'pk_webhook_endpoints' })
   id: string;

@@ -1,4 +1,4 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
 export const WEBHOOK_OUTCOMES = ['applied', 'ignored', 'duplicate', 'unmatched'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
@@ -12,6 +12,12 @@ export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 @Index('uq_webhook_events_event_id', ['eventId'], { unique: true, where: `outcome <> 'duplicate'` })
 @Index('idx_webhook_events_unmatched', ['providerReference', 'id'], { where: `outcome = 'unmatched'` })
 @Index('idx_webhook_events_outcome', ['outcome', 'id'])
+@Check(
+  'ck_webhook_events_duplicate_hash_only',
+  `CASE WHEN "outcome" = 'duplicate'
+        THEN "raw_body" IS NULL AND "event_type" IS NULL AND "status" IS NULL AND "provider_reference" IS NULL
+        ELSE "raw_body" IS NOT NULL AND "event_type" IS NOT NULL AND "status" IS NOT NULL AND "provider_reference" IS NOT NULL END`,
+)
 export class WebhookEventEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint' })
   id: string;
