@@ -65,10 +65,16 @@ function classify(error: unknown, shuttingDown: boolean): AttemptError {
   return 'connection_failed';
 }
 
-/** Sends signed messages over one connection pool per instance: hard timeout, no redirects, bounded reads. */
+/**
+ * Sends signed messages over one connection pool per instance: hard timeout, no redirects, bounded reads.
+ * Each attempt's hard timeout is an AbortController of its own and a timer; close() destroys the pool,
+ * which fails the attempts in flight. Not `AbortSignal.any([AbortSignal.timeout(…), shutdownSignal])`: on
+ * Node 20 every signal made that way stays in the long-lived shutdown signal's set of dependants for the
+ * life of the process (nodejs/node#55351), one entry per attempt.
+ */
 export class DeliverySender {
   private readonly agent: Agent;
-  private readonly closing = new AbortController();
+  private closing = false;
 
   constructor(private readonly options: SenderOptions) {
     this.agent = new Agent({
@@ -83,18 +89,15 @@ export class DeliverySender {
     const started = performance.now();
     const done = (result: Omit<AttemptResult, 'durationMs'>): AttemptResult => ({ ...result, durationMs: Math.round(performance.now() - started) });
     const failed = (error: AttemptError) => done({ ok: false, status: null, error, retryAfterSeconds: null, excerpt: null });
+    if (this.closing) return failed('shutdown');
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
     // A literal address never goes through the lookup above, so it is checked here.
     if (!this.options.allowPrivate && isIP(host) && !isPublicAddress(host)) return failed('blocked_address');
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DOMException('The delivery attempt timed out', 'TimeoutError')), this.options.timeoutMs);
     try {
       // undici's request() follows no redirect: a 3xx comes back as it is, and counts as a failure.
-      const response = await request(url, {
-        method: 'POST',
-        headers,
-        body,
-        dispatcher: this.agent,
-        signal: AbortSignal.any([AbortSignal.timeout(this.options.timeoutMs), this.closing.signal]),
-      });
+      const response = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal: controller.signal });
       const excerpt = await this.readExcerpt(response.body);
       const ok = response.statusCode >= 200 && response.statusCode < 300;
       const redirect = response.statusCode >= 300 && response.statusCode < 400;
@@ -107,7 +110,9 @@ export class DeliverySender {
         excerpt,
       });
     } catch (error) {
-      return failed(classify(error, this.closing.signal.aborted));
+      return failed(classify(error, this.closing));
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -129,7 +134,7 @@ export class DeliverySender {
 
   /** Aborts attempts still running (they report `shutdown`) and closes the connections. */
   async close(): Promise<void> {
-    this.closing.abort();
+    this.closing = true;
     await this.agent.destroy().catch(() => undefined);
   }
 }
