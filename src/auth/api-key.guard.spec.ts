@@ -1,25 +1,36 @@
 import { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { AppError } from '../common/app-error';
+import { STORED_ANSWER } from '../idempotency/idempotency.interceptor';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysService, Authentication } from './api-keys.service';
 import { AuthenticatedKey } from './authenticated-key';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyUsageRecorder } from './key-usage.recorder';
+import { ReadsWithKey } from './read-with-key';
 
 const KEY: AuthenticatedKey = { keyId: 'k1', source: 'acme-erp', prefix: 'sk_tax_abcde', expiresAt: null };
 
-function contextFor(request: object): ExecutionContext {
-  return { switchToHttp: () => ({ getRequest: () => request }) } as unknown as ExecutionContext;
+class Routes {
+  plain(): void {}
+
+  @ReadsWithKey(STORED_ANSWER)
+  idempotent(): void {}
+}
+
+function contextFor(request: object, handler: keyof Routes = 'plain'): ExecutionContext {
+  return { switchToHttp: () => ({ getRequest: () => request }), getHandler: () => Routes.prototype[handler] } as unknown as ExecutionContext;
 }
 
 describe('ApiKeyGuard', () => {
-  const authenticate = jest.fn<Promise<Authentication | null>, [unknown, string | null]>();
+  const authenticate = jest.fn<Promise<Authentication | null>, [unknown, unknown]>();
   const record = jest.fn();
   const consume = jest.fn();
   const guard = new ApiKeyGuard(
     { authenticate } as unknown as ApiKeysService,
     { record } as unknown as KeyUsageRecorder,
     { consume } as unknown as KeyRateLimiter,
+    new Reflector(),
   );
 
   beforeEach(() => {
@@ -40,14 +51,14 @@ describe('ApiKeyGuard', () => {
     const error = await guard.canActivate(contextFor(request)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).code).toBe('UNAUTHORIZED');
-    expect(authenticate).toHaveBeenCalledWith('sk_tax_unknown', null);
+    expect(authenticate).toHaveBeenCalledWith('sk_tax_unknown', undefined);
     expect(record).not.toHaveBeenCalled();
     expect(consume).not.toHaveBeenCalled();
     expect(request).not.toHaveProperty('apiKey');
   });
 
   it('attaches the key to the request and records its use', async () => {
-    authenticate.mockResolvedValue({ key: KEY, storedAnswer: null });
+    authenticate.mockResolvedValue({ key: KEY });
     const request: { apiKey?: AuthenticatedKey } = Object.assign({ routeOptions: { url: '/api/v1/documents/:id' }, headers: { 'x-api-key': 'k' } });
     await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
     expect(request.apiKey).toEqual(KEY);
@@ -56,26 +67,33 @@ describe('ApiKeyGuard', () => {
     expect(request).not.toHaveProperty('storedAnswer');
   });
 
-  it("reads a POST's well-formed idempotency key with the API key and attaches its stored answer", async () => {
+  it("makes the route's read with the key look-up: an @Idempotent route's stored answer", async () => {
     const storedAnswer = { fingerprint: 'f', status: 201, body: '{}', location: null };
-    authenticate.mockResolvedValue({ key: KEY, storedAnswer });
+    authenticate.mockResolvedValue({ key: KEY, read: { 'key:id': 'k1', ...storedAnswer } });
     const headers = { 'x-api-key': 'k', 'x-idempotency-key': 'order-0001' };
     const request = { method: 'POST', routeOptions: { url: '/api/v1/documents' }, headers };
-    await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
-    expect(authenticate).toHaveBeenCalledWith('k', 'order-0001');
+    await expect(guard.canActivate(contextFor(request, 'idempotent'))).resolves.toBe(true);
+    expect(authenticate).toHaveBeenCalledWith('k', { with: STORED_ANSWER, parameter: 'order-0001' });
     expect(request).toHaveProperty('storedAnswer', storedAnswer);
   });
 
+  it('keeps null when the read found nothing', async () => {
+    authenticate.mockResolvedValue({ key: KEY, read: { 'key:id': 'k1', fingerprint: null, status: null, body: null, location: null } });
+    const request = { method: 'POST', routeOptions: { url: '/api/v1/documents' }, headers: { 'x-api-key': 'k', 'x-idempotency-key': 'order-0001' } };
+    await expect(guard.canActivate(contextFor(request, 'idempotent'))).resolves.toBe(true);
+    expect(request).toHaveProperty('storedAnswer', null);
+  });
+
   it('leaves a malformed idempotency key to its own 422 and does not look it up', async () => {
-    authenticate.mockResolvedValue({ key: KEY, storedAnswer: null });
+    authenticate.mockResolvedValue({ key: KEY });
     const request = { method: 'POST', routeOptions: { url: '/api/v1/documents' }, headers: { 'x-api-key': 'k', 'x-idempotency-key': 'bad key!' } };
-    await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
-    expect(authenticate).toHaveBeenCalledWith('k', null);
+    await expect(guard.canActivate(contextFor(request, 'idempotent'))).resolves.toBe(true);
+    expect(authenticate).toHaveBeenCalledWith('k', undefined);
     expect(request).not.toHaveProperty('storedAnswer');
   });
 
   it('lets the rate limiter refuse an authenticated key', async () => {
-    authenticate.mockResolvedValue({ key: KEY, storedAnswer: null });
+    authenticate.mockResolvedValue({ key: KEY });
     consume.mockImplementation(() => {
       throw new AppError('RATE_LIMITED', 'slow down');
     });

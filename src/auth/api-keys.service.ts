@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { isUuid } from '../common/validation';
-import { Database, Db, statement, Transaction } from '../database/database';
+import { Database, Db, Statement, statement, Transaction } from '../database/database';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format';
-import { StoredAnswer, storedAnswerColumns } from '../idempotency/stored-answer';
 import { ApiKeyEntity } from './api-key.entity';
 import { AuthenticatedKey } from './authenticated-key';
+import { ReadWithKey } from './read-with-key';
 
 export type ApiKeyStatus = 'ACTIVE' | 'REVOKED' | 'EXPIRED';
 
@@ -32,37 +32,43 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export interface Authentication {
   key: AuthenticatedKey;
-  /** The live stored answer of the idempotency key asked about, or null (also when none was asked about). */
-  storedAnswer: StoredAnswer | null;
+  /** The look-up's row when a ReadWithKey was made with it (its columns all null if it found nothing). */
+  read?: Record<string, unknown>;
 }
 
-/**
- * Validity is decided by the database clock, so a revocation or expiry holds on the very next request
- * on every instance. A POST's idempotency key ($2) is looked up in the same statement: a replay then
- * costs one round trip, and a first request one fewer.
- */
-export const AUTHENTICATE = statement(
-  'api-key-authenticate',
-  `SELECT k.id AS "keyId", k.source, k.prefix, k.expires_at AS "expiresAt", ${storedAnswerColumns('r')}
-     FROM api_keys k
-     LEFT JOIN idempotency_records r ON r.source = k.source AND r.idempotency_key = $2::varchar AND r.expires_at > now()
-    WHERE k.key_hash = $1 AND (k.revoked_at IS NULL OR k.revoked_at > now()) AND (k.expires_at IS NULL OR k.expires_at > now())`,
-);
+const KEY_COLUMNS = `k.id AS "key:id", k.source AS "key:source", k.prefix AS "key:prefix", k.expires_at AS "key:expiresAt"`;
+/** Validity is decided by the database clock, so a revocation or expiry holds on the very next request on every instance. */
+const VALID_KEY = `k.key_hash = $1 AND (k.revoked_at IS NULL OR k.revoked_at > now()) AND (k.expires_at IS NULL OR k.expires_at > now())`;
+
+export const AUTHENTICATE = statement('api-key-authenticate', `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE ${VALID_KEY}`);
+
+const statementsWithRead = new Map<ReadWithKey, Statement>();
+
+/** The key look-up and `read` in one statement (a LEFT JOIN: a key without the read's row still authenticates). */
+export function authenticateWith(read: ReadWithKey): Statement {
+  let combined = statementsWithRead.get(read);
+  if (!combined) {
+    combined = statement(`api-key-authenticate+${read.name}`, `SELECT ${KEY_COLUMNS}, x.* FROM api_keys k LEFT JOIN LATERAL (${read.sql}) x ON true WHERE ${VALID_KEY}`);
+    statementsWithRead.set(read, combined);
+  }
+  return combined;
+}
 
 @Injectable()
 export class ApiKeysService {
   constructor(private readonly db: Database) {}
 
-  /** One indexed look-up by hash, a named statement: the first step of every /api/v1 request. */
-  async authenticate(presented: unknown, idempotencyKey: string | null = null): Promise<Authentication | null> {
+  /**
+   * One indexed look-up by hash, a named statement: the first step of every /api/v1 request. With a `read`
+   * whose parameter applies, that read is made in the same statement.
+   */
+  async authenticate(presented: unknown, read?: { with: ReadWithKey; parameter: string }): Promise<Authentication | null> {
     if (!isWellFormedApiKey(presented)) return null;
-    const [row] = await this.db.query<AuthenticatedKey & Partial<StoredAnswer>>(AUTHENTICATE, [hashApiKey(presented), idempotencyKey]);
+    const hash = hashApiKey(presented);
+    const [row] = await this.db.query<Record<string, unknown>>(read ? authenticateWith(read.with) : AUTHENTICATE, read ? [hash, read.parameter] : [hash]);
     if (!row) return null;
-    const { keyId, source, prefix, expiresAt, fingerprint, status, body, location } = row;
-    return {
-      key: { keyId, source, prefix, expiresAt },
-      storedAnswer: fingerprint == null ? null : { fingerprint, status: status!, body: body!, location: location ?? null },
-    };
+    const key = { keyId: row['key:id'], source: row['key:source'], prefix: row['key:prefix'], expiresAt: row['key:expiresAt'] } as AuthenticatedKey;
+    return read ? { key, read: row } : { key };
   }
 
   async issue(db: Db, input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {

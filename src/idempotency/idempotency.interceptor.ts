@@ -12,9 +12,11 @@ import {
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
+import { ReadsWithKey, ReadWithKey } from '../auth/read-with-key';
 import { AdvisoryLock, Transaction } from '../database/database';
-import { IdempotencyService } from './idempotency.service';
+import { IDEMPOTENCY_KEY_PATTERN, IdempotencyService } from './idempotency.service';
 import { requestFingerprint } from './fingerprint';
+import { storedAnswerColumns } from './stored-answer';
 
 const CLAIM_ALSO = 'idempotency:claim-also';
 
@@ -58,6 +60,23 @@ export class IdempotencyInterceptor implements NestInterceptor {
 }
 
 /**
+ * A well-formed X-Idempotency-Key's live stored answer, read with the API key: a replay then costs one
+ * statement, a first request one fewer. A malformed key is not read (its 422 comes later, in order).
+ */
+export const STORED_ANSWER: ReadWithKey = {
+  name: 'stored-answer',
+  sql: `SELECT ${storedAnswerColumns('r')} FROM idempotency_records r
+         WHERE r.source = k.source AND r.idempotency_key = $2::varchar AND r.expires_at > now()`,
+  parameter: ({ headers }) => {
+    const header = headers['x-idempotency-key'];
+    return typeof header === 'string' && IDEMPOTENCY_KEY_PATTERN.test(header) ? header : undefined;
+  },
+  keep: (request, { fingerprint, status, body, location }) => {
+    request.storedAnswer = fingerprint == null ? null : { fingerprint: fingerprint as string, status: status as number, body: body as string, location: (location as string | null) ?? null };
+  },
+};
+
+/**
  * Makes a POST under /api/v1 happen at most once per (source, X-Idempotency-Key); every such route
  * carries it (IdempotencyCoverage refuses to start otherwise). Scoped to those routes rather than
  * global: an interceptor on a route costs Nest an rxjs pipeline per request, which reads never need.
@@ -65,7 +84,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
  * claim statement takes it too and the handler's own request for it costs nothing.
  */
 export const Idempotent = (alsoLock?: LockOf) =>
-  applyDecorators(UseInterceptors(IdempotencyInterceptor), ...(alsoLock ? [SetMetadata(CLAIM_ALSO, alsoLock)] : []));
+  applyDecorators(UseInterceptors(IdempotencyInterceptor), ReadsWithKey(STORED_ANSWER), ...(alsoLock ? [SetMetadata(CLAIM_ALSO, alsoLock)] : []));
 
 /**
  * The handler's transaction: the one holding the idempotency claim, so its writes and the stored

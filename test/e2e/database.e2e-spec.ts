@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { hashApiKey } from '../../src/auth/api-key-format';
-import { AUTHENTICATE } from '../../src/auth/api-keys.service';
+import { authenticateWith } from '../../src/auth/api-keys.service';
+import { ReadWithKey } from '../../src/auth/read-with-key';
+import { DOCUMENT_BY_ID } from '../../src/documents/documents.service';
+import { STORED_ANSWER } from '../../src/idempotency/idempotency.interceptor';
 import { freePort } from '../../src/database/embedded-postgres';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner';
@@ -133,24 +136,39 @@ describe('database', () => {
   describe('generic plans', () => {
     // A pooled connection may keep the plan it made of a statement while a table was empty for as long as the
     // connection lives; what that plan reads must not grow with the table.
-    it('of the API key look-up, made while idempotency_records was empty, read a few pages once it holds thousands', async () => {
+    // Each read made with the key look-up: the table it reads (emptied first), rows to add for the key's source, a parameter.
+    const cases: Array<[string, ReadWithKey, string, string, string]> = [
+      [
+        'its stored answer',
+        STORED_ANSWER,
+        'idempotency_records',
+        `INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at)
+               SELECT $1, 'key-' || n, repeat('0', 64), 201, '{}', now() + interval '1 day' FROM generate_series(1, 5000) n`,
+        'not-stored-key',
+      ],
+      [
+        'a document by id',
+        DOCUMENT_BY_ID,
+        'documents',
+        `INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date, currency, total_amount, tax_amount)
+               SELECT $1, 'doc-' || n, 'INVOICE', 'DE123456789', 'Muster GmbH', 'DE', '2026-11-20', 'EUR', 119, 19 FROM generate_series(1, 5000) n`,
+        '9b2f0c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f',
+      ],
+    ];
+
+    it.each(cases)('of the API key look-up with %s, made while its table was empty, read a few pages once it holds thousands', async (_name, read, table, fill, parameter) => {
       const t = await startTestApp();
       const client = t.db;
       try {
         const key = await newSourceWithKey(t.app);
         await client.query('BEGIN');
-        await client.query('TRUNCATE idempotency_records');
+        await client.query(`TRUNCATE ${table} CASCADE`);
         await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-        await client.query(`PREPARE authenticate AS ${AUTHENTICATE.text}`);
-        const lookUp = [hashApiKey(key.key), 'not-stored-key'];
-        const execute = `EXECUTE authenticate(${lookUp.map((value) => `'${value}'`).join(', ')})`;
-        expect((await client.query(execute)).rows).toEqual([expect.objectContaining({ keyId: key.id, fingerprint: null })]);
+        await client.query(`PREPARE authenticate AS ${authenticateWith(read).text}`);
+        const execute = `EXECUTE authenticate('${hashApiKey(key.key)}', '${parameter}')`;
+        expect((await client.query(execute)).rows).toEqual([expect.objectContaining({ 'key:id': key.id })]);
 
-        await client.query(
-          `INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at)
-           SELECT $1, 'key-' || n, repeat('0', 64), 201, '{}', now() + interval '1 day' FROM generate_series(1, 5000) n`,
-          [key.source],
-        );
+        await client.query(fill, [key.source]);
         const [{ 'QUERY PLAN': [plan] }] = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${execute}`)).rows;
         expect(plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks']).toBeLessThan(10);
       } finally {
