@@ -5,7 +5,7 @@ import { AppError } from '../common/app-error';
 import { ApiKeysService } from './api-keys.service';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyUsageRecorder } from './key-usage.recorder';
-import { ReadsWithKey } from './read-with-key';
+import { ReadWithKeyOf } from './read-with-key';
 
 export const EXTERNAL_API_PREFIX = '/api/v1/';
 
@@ -27,7 +27,7 @@ export class ApiKeyGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     if (!request.routeOptions.url?.startsWith(EXTERNAL_API_PREFIX)) return true;
-    const declared = this.reflector.get(ReadsWithKey, context.getHandler());
+    const declared = this.reflector.get(ReadWithKeyOf, context.getHandler());
     const parameter = declared?.parameter(request);
     const read = declared && parameter !== undefined ? { with: declared, parameter } : undefined;
     const authentication = await this.apiKeys.authenticate(request.headers['x-api-key'], read);

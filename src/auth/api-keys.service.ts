@@ -5,7 +5,7 @@ import { Database, Db, Statement, statement, Transaction } from '../database/dat
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format';
 import { ApiKeyEntity } from './api-key.entity';
 import { AuthenticatedKey } from './authenticated-key';
-import { ReadWithKey } from './read-with-key';
+import type { ReadWithKey } from './read-with-key';
 
 export type ApiKeyStatus = 'ACTIVE' | 'REVOKED' | 'EXPIRED';
 

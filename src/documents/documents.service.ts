@@ -57,7 +57,7 @@ export const DOCUMENT_BY_ID: ReadWithKey = {
     const { id } = params as { id?: string };
     return typeof id === 'string' && isUuid(id) ? id : undefined;
   },
-  // The row also holds the key's columns, all `key:`-prefixed: none is a document field.
+  // The row also holds the key's `key:`-prefixed columns; view() copies only the document's fields.
   keep: (request, row) => {
     request.documentRead = row.id == null ? null : (row as unknown as DocumentEntity);
   },

@@ -38,6 +38,19 @@ describe('DeliverySender', () => {
   it('gives up on a receiver that does not answer in time: a timeout', async () => {
     answer = hang;
     const sender = newSender(300);
+    const result = await sender.send(url, {}, '{}');
+    expect(result).toMatchObject({ ok: false, status: null, error: 'timeout' });
+    await sender.close();
+  });
+
+  it('bounds the whole attempt, not only the waits between bytes: an answer trickled byte by byte times out', async () => {
+    // Each byte comes well within the pool's idle timeouts (300 ms); only the attempt's own timer ends it.
+    answer = (_request, response) => {
+      hanging.add(response);
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      const drip = setInterval(() => (response.destroyed ? clearInterval(drip) : response.write('x')), 100);
+    };
+    const sender = newSender(300);
     const started = performance.now();
     const result = await sender.send(url, {}, '{}');
     expect(result).toMatchObject({ ok: false, status: null, error: 'timeout' });
