@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import { hashApiKey } from '../../src/auth/api-key-format';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { KEY_USAGE_FLUSH_JOB, KeyUsageRecorder } from '../../src/auth/key-usage.recorder';
-import { adminHeaders, newSourceWithKey } from '../support/factories';
+import { adminHeaders, documentBody, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const me = (t: TestApp, key?: string) =>
@@ -60,6 +60,28 @@ describe('API keys on /api/v1 (spec §5.1, CONTRACT §2.1)', () => {
     expect((await me(t, issued.key)).statusCode).toBe(200);
     await t.app.inject({ method: 'POST', url: `/admin/api-keys/${issued.id}/revoke`, headers: adminHeaders });
     expect((await me(t, issued.key)).statusCode).toBe(401);
+  });
+
+  it('refuses a revoked or expired key on the routes whose read is made with the key look-up (a document, a replay)', async () => {
+    const issued = await newSourceWithKey(t.app);
+    const idempotencyKey = newIdempotencyKey();
+    const body = documentBody(issued.source);
+    const created = await postDocument(t.app, issued.key, body, idempotencyKey);
+    expect(created.statusCode).toBe(201);
+    const read = () => t.app.inject({ method: 'GET', url: `/api/v1/documents/${created.json().id}`, headers: { 'x-api-key': issued.key } });
+    const replay = () => postDocument(t.app, issued.key, body, idempotencyKey);
+    expect([(await read()).statusCode, (await replay()).statusCode]).toEqual([200, 201]);
+
+    await db.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [issued.id]);
+    expect([(await read()).statusCode, (await replay()).statusCode]).toEqual([401, 401]);
+    await db.query(`UPDATE api_keys SET expires_at = NULL WHERE id = $1`, [issued.id]);
+    expect((await read()).statusCode).toBe(200);
+    await t.app.inject({ method: 'POST', url: `/admin/api-keys/${issued.id}/revoke`, headers: adminHeaders });
+    const refused = [await read(), await replay()];
+    expect(refused.map((res) => [res.statusCode, res.json().code])).toEqual([
+      [401, 'UNAUTHORIZED'],
+      [401, 'UNAUTHORIZED'],
+    ]);
   });
 
   it('stops a key at its expiry', async () => {
