@@ -58,7 +58,7 @@ describe('ApiKeyGuard', () => {
   });
 
   it('attaches the key to the request and records its use', async () => {
-    authenticate.mockResolvedValue({ key: KEY });
+    authenticate.mockResolvedValue({ key: KEY, row: { 'key:id': 'k1' } });
     const request: { apiKey?: AuthenticatedKey } = Object.assign({ routeOptions: { url: '/api/v1/documents/:id' }, headers: { 'x-api-key': 'k' } });
     await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
     expect(request.apiKey).toEqual(KEY);
@@ -69,7 +69,7 @@ describe('ApiKeyGuard', () => {
 
   it("makes the route's read with the key look-up: an @Idempotent route's stored answer", async () => {
     const storedAnswer = { fingerprint: 'f', status: 201, body: '{}', location: null };
-    authenticate.mockResolvedValue({ key: KEY, read: { 'key:id': 'k1', ...storedAnswer } });
+    authenticate.mockResolvedValue({ key: KEY, row: { 'key:id': 'k1', ...storedAnswer } });
     const headers = { 'x-api-key': 'k', 'x-idempotency-key': 'order-0001' };
     const request = { method: 'POST', routeOptions: { url: '/api/v1/documents' }, headers };
     await expect(guard.canActivate(contextFor(request, 'idempotent'))).resolves.toBe(true);
@@ -78,14 +78,14 @@ describe('ApiKeyGuard', () => {
   });
 
   it('keeps null when the read found nothing', async () => {
-    authenticate.mockResolvedValue({ key: KEY, read: { 'key:id': 'k1', fingerprint: null, status: null, body: null, location: null } });
+    authenticate.mockResolvedValue({ key: KEY, row: { 'key:id': 'k1', fingerprint: null, status: null, body: null, location: null } });
     const request = { method: 'POST', routeOptions: { url: '/api/v1/documents' }, headers: { 'x-api-key': 'k', 'x-idempotency-key': 'order-0001' } };
     await expect(guard.canActivate(contextFor(request, 'idempotent'))).resolves.toBe(true);
     expect(request).toHaveProperty('storedAnswer', null);
   });
 
   it('leaves a malformed idempotency key to its own 422 and does not look it up', async () => {
-    authenticate.mockResolvedValue({ key: KEY });
+    authenticate.mockResolvedValue({ key: KEY, row: { 'key:id': 'k1' } });
     const request = { method: 'POST', routeOptions: { url: '/api/v1/documents' }, headers: { 'x-api-key': 'k', 'x-idempotency-key': 'bad key!' } };
     await expect(guard.canActivate(contextFor(request, 'idempotent'))).resolves.toBe(true);
     expect(authenticate).toHaveBeenCalledWith('k', undefined);
@@ -93,7 +93,7 @@ describe('ApiKeyGuard', () => {
   });
 
   it('lets the rate limiter refuse an authenticated key', async () => {
-    authenticate.mockResolvedValue({ key: KEY });
+    authenticate.mockResolvedValue({ key: KEY, row: { 'key:id': 'k1' } });
     consume.mockImplementation(() => {
       throw new AppError('RATE_LIMITED', 'slow down');
     });

@@ -32,9 +32,9 @@ export class ApiKeyGuard implements CanActivate {
     const read = declared && parameter !== undefined ? { with: declared, parameter } : undefined;
     const authentication = await this.apiKeys.authenticate(request.headers['x-api-key'], read);
     if (!authentication) throw new AppError('UNAUTHORIZED', 'A valid API key is required in the X-API-Key header');
-    const { key } = authentication;
+    const { key, row } = authentication;
     request.apiKey = key;
-    if (read) read.with.keep(request, authentication.read!);
+    if (read) read.with.keep(request, row);
     this.usage.record(key.keyId);
     // Rate limiting belongs right after authentication (CONTRACT §1 order: 401, then 429).
     this.rateLimiter.consume(key.keyId);

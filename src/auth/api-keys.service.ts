@@ -32,15 +32,15 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export interface Authentication {
   key: AuthenticatedKey;
-  /** The look-up's row when a ReadWithKey was made with it (its columns all null if it found nothing). */
-  read?: Record<string, unknown>;
+  /** The look-up's row: the key's `key:` columns and, when a ReadWithKey was made with it, the read's (all null if it found nothing). */
+  row: Record<string, unknown>;
 }
 
 const KEY_COLUMNS = `k.id AS "key:id", k.source AS "key:source", k.prefix AS "key:prefix", k.expires_at AS "key:expiresAt"`;
 /** Validity is decided by the database clock, so a revocation or expiry holds on the very next request on every instance. */
 const VALID_KEY = `k.key_hash = $1 AND (k.revoked_at IS NULL OR k.revoked_at > now()) AND (k.expires_at IS NULL OR k.expires_at > now())`;
 
-export const AUTHENTICATE = statement('api-key-authenticate', `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE ${VALID_KEY}`);
+const AUTHENTICATE = statement('api-key-authenticate', `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE ${VALID_KEY}`);
 
 const statementsWithRead = new Map<ReadWithKey, Statement>();
 
@@ -68,7 +68,7 @@ export class ApiKeysService {
     const [row] = await this.db.query<Record<string, unknown>>(read ? authenticateWith(read.with) : AUTHENTICATE, read ? [hash, read.parameter] : [hash]);
     if (!row) return null;
     const key = { keyId: row['key:id'], source: row['key:source'], prefix: row['key:prefix'], expiresAt: row['key:expiresAt'] } as AuthenticatedKey;
-    return read ? { key, read: row } : { key };
+    return { key, row };
   }
 
   async issue(db: Db, input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {
