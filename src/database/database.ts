@@ -54,15 +54,70 @@ export class Transaction implements Db {
   readonly committed: Array<() => void> = [];
   /** Set when `run` ends: the connection is back in the pool, perhaps in another request's transaction. */
   private ended = false;
+  private readonly begun: Promise<unknown>;
+  private committing?: Promise<QueryResult | QueryResult[]>;
+  private writing = false;
 
   constructor(
     readonly client: PoolClient,
     private readonly dataSource: DataSource,
-  ) {}
+    private readonly commitText: string,
+  ) {
+    // Not waited for: it leaves with the transaction's first statement, in one write.
+    this.begun = this.send('START TRANSACTION');
+    this.begun.catch(() => undefined);
+  }
 
   async query<R extends QueryResultRow>(sql: Statement, values: unknown[] = []): Promise<R[]> {
     this.assertOpen();
-    return (await this.client.query<R>({ name: sql.name, text: sql.text, values })).rows;
+    return (await this.send<R>({ name: sql.name, text: sql.text, values })).rows;
+  }
+
+  /**
+   * The transaction's last statement, sent with the COMMIT in one round trip; nothing may follow it. If
+   * it fails, nothing commits and `run` throws; its rows arrive before the commit is known.
+   */
+  queryAndCommit<R extends QueryResultRow>(sql: Statement, values: unknown[] = []): Promise<R[]> {
+    const rows = this.query<R>(sql, values);
+    this.sendCommit();
+    return rows;
+  }
+
+  /**
+   * For `run`: the COMMIT (and the flags it reads), sent unless queryAndCommit already did; resolves with
+   * its result once committed. PostgreSQL answers a COMMIT after a failed statement with ROLLBACK: that throws.
+   */
+  async commit(): Promise<QueryResult | QueryResult[]> {
+    const [, result] = await Promise.all([this.begun, this.sendCommit()]);
+    const outcome = Array.isArray(result) ? result[result.length - 1] : result;
+    if (outcome.command !== 'COMMIT') throw new Error('The transaction was rolled back at COMMIT: one of its statements failed');
+    return result;
+  }
+
+  private sendCommit(): Promise<QueryResult | QueryResult[]> {
+    if (!this.committing) {
+      this.committing = this.send(this.commitText);
+      // Waited for by `run` unless the work failed first: then only its rollback matters.
+      this.committing.catch(() => undefined);
+    }
+    return this.committing;
+  }
+
+  /**
+   * The connection is in pipeline mode: each statement is written at once, not after the previous
+   * one's answer, and PostgreSQL runs them in order. Those issued in the same tick leave in one write.
+   */
+  private send<R extends QueryResultRow>(query: string | { name: string; text: string; values: unknown[] }): Promise<QueryResult<R>> {
+    if (!this.writing) {
+      const socket = (this.client as unknown as { connection: { stream: Socket } }).connection.stream;
+      socket.cork();
+      this.writing = true;
+      process.nextTick(() => {
+        this.writing = false;
+        socket.uncork();
+      });
+    }
+    return typeof query === 'string' ? this.client.query<R>(query) : this.client.query<R>(query);
   }
 
   /** Made on first use: the hot paths never need it. */
@@ -101,8 +156,11 @@ export class Transaction implements Db {
 
   private assertOpen(): void {
     if (this.ended) throw new Error('This transaction has ended: use it only inside the run that made it');
+    if (this.committing) throw new Error('This transaction is committing: queryAndCommit must be its last statement');
   }
 }
+
+type Socket = { cork(): void; uncork(): void };
 
 const lockId = (lock: AdvisoryLock) => `${lock.namespace}:${lock.key}`;
 
@@ -134,10 +192,9 @@ export class Database implements Db {
    */
   async run<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     const { client, release } = await this.checkout();
-    const transaction = new Transaction(client, this.dataSource);
+    const transaction = new Transaction(client, this.dataSource, this.commitText);
     let broken: Error | undefined;
     try {
-      await client.query('START TRANSACTION');
       const result = await work(transaction);
       await this.commit(transaction);
       return result;
@@ -168,10 +225,11 @@ export class Database implements Db {
   }
 
   /** Commits, then calls the listeners owed: afterCommit's, and those of the flags the transaction set. */
-  private async commit({ client, committed }: Transaction): Promise<void> {
-    if (this.commitFlags.size === 0) await client.query('COMMIT');
-    else {
-      const [flags] = (await client.query(this.commitText)) as unknown as [QueryResult<Record<string, boolean>>, QueryResult];
+  private async commit(transaction: Transaction): Promise<void> {
+    const { committed } = transaction;
+    const result = await transaction.commit();
+    if (Array.isArray(result)) {
+      const [flags] = result as [QueryResult<Record<string, boolean>>, QueryResult];
       for (const [name, set] of Object.entries(flags.rows[0])) if (set) committed.push(...this.commitFlags.get(name)!);
     }
     // Listeners must not throw: the transaction has committed, and its caller must hear so.

@@ -44,6 +44,9 @@ export function buildDataSourceOptions({ url, poolSize = 20, connectionLifetimeS
     installExtensions: false,
     extra: {
       max: poolSize,
+      // A statement is written as soon as it is issued, not after the previous one's answer: statements
+      // a transaction issues together share one round trip (Transaction.query, Database.run).
+      pipeline: true,
       maxLifetimeSeconds: connectionLifetimeSeconds,
       // Fail fast while the database is unreachable, so requests get a 503 instead of hanging.
       connectionTimeoutMillis: 3000,

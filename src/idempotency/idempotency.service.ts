@@ -157,7 +157,7 @@ export class IdempotencyService {
       ({ body, status } = { body: toProblem(error, call.instance, call.requestId).body, status: error.status });
       outcome = { kind: 'refused', error };
     }
-    await tx.query(STORE_ANSWER, [call.source, call.key, status, JSON.stringify(body), call.location()]);
+    await tx.queryAndCommit(STORE_ANSWER, [call.source, call.key, status, JSON.stringify(body), call.location()]);
     return outcome;
   }
 

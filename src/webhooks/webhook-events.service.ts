@@ -83,13 +83,16 @@ export class WebhookEventsService implements OnModuleInit {
    */
   receive({ payload, rawBody, signedAt }: VerifiedDelivery): Promise<WebhookOutcome> {
     return this.db.run(async (tx) => {
-      await this.payments.lockProviderReference(tx, payload.providerReference);
-      const document = payload.eventType === PAYMENT_STATUS_EVENT ? await this.payments.findForUpdate(tx, payload.providerReference) : null;
+      // Sent together: PostgreSQL runs them in order, and the look-up's snapshot is taken once the lock is granted.
+      const [, document] = await Promise.all([
+        this.payments.lockProviderReference(tx, payload.providerReference),
+        payload.eventType === PAYMENT_STATUS_EVENT ? this.payments.findForUpdate(tx, payload.providerReference) : null,
+      ]);
       const assessment = document ? this.payments.assess(document, payload) : null;
       const outcome: WebhookOutcome =
         payload.eventType !== PAYMENT_STATUS_EVENT ? 'ignored' : !document ? 'unmatched' : assessment!.result === 'refused' ? 'ignored' : 'applied';
       const newStatus = !document || !assessment || assessment.result === 'refused' ? null : assessment.result === 'changed' ? assessment.to : document.status;
-      const [{ first }] = await tx.query<{ first: boolean }>(RECEIVE, [
+      const [{ first }] = await tx.queryAndCommit<{ first: boolean }>(RECEIVE, [
         payload.eventId,
         payload.eventType,
         payload.status,

@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import { Client } from 'pg';
 import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
@@ -10,23 +11,38 @@ const BACKGROUND = new Set(['api-key-usage', 'idempotency-purge', 'admin-auth-fa
 /** The outbound delivery worker's own statements (woken by a commit that enqueued deliveries, on its own schedule). */
 const OUTBOUND_WORKER = /outbound_deliver|^outbound-/;
 
+/** How many times each PostgreSQL socket has written: statements issued between two writes leave together. */
+const writes = new WeakMap<Socket, number>();
+for (const method of ['_write', '_writev'] as const) {
+  const original = Socket.prototype[method] as (...args: unknown[]) => unknown;
+  Socket.prototype[method] = function (this: Socket, ...args: unknown[]) {
+    if (writes.has(this)) writes.set(this, writes.get(this)! + 1);
+    return original.apply(this, args);
+  } as never;
+}
+
 /**
  * Every statement the gateway sends to PostgreSQL goes through pg's Client#query; this records what
  * one request sends (the app runs in this process; the test's own connection is not used meanwhile),
- * and into `values` the parameters each named statement was sent with. Background work (each job a
- * single statement on the pool, the delivery worker's claim included) is left out.
+ * grouped by the socket write that carried it: each group is one round trip. Into `values` go the
+ * parameters each named statement was sent with. Background work (each job a single statement on the
+ * pool, the delivery worker's claim included) is left out.
  */
-async function statementsOf(work: () => Promise<unknown>, values: Record<string, unknown[]> = {}): Promise<string[]> {
-  const sent: Array<{ label: string; background: boolean }> = [];
+async function roundTripsOf(work: () => Promise<unknown>, values: Record<string, unknown[]> = {}): Promise<string[][]> {
+  const sent: Array<{ label: string; write: string }> = [];
   const original = Client.prototype.query;
   Client.prototype.query = function (this: Client, ...args: unknown[]) {
     const config = args[0] as string | { name?: string; text: string; values?: unknown[] };
     const text = typeof config === 'string' ? config : config.text;
     // A COMMIT may carry, in the same message, the read of flags that triggers set (Database.onCommitFlag).
     const label = typeof config === 'string' ? (/;\s*COMMIT$/.test(text) ? 'COMMIT' : text.trim().split(/\s+/)[0]) : (config.name ?? text.trim().split(/\s+/)[0]);
-    const background = BACKGROUND.has(label) || OUTBOUND_WORKER.test(text) || OUTBOUND_WORKER.test(label);
-    sent.push({ label, background });
-    if (!background && typeof config !== 'string' && config.name) values[config.name] = config.values ?? [];
+    if (!(BACKGROUND.has(label) || OUTBOUND_WORKER.test(text) || OUTBOUND_WORKER.test(label))) {
+      const socket = (this as unknown as { connection: { stream: Socket } }).connection.stream;
+      if (!writes.has(socket)) writes.set(socket, 0);
+      // A statement leaves with the socket's next write.
+      sent.push({ label, write: `${(this as unknown as { processID: number }).processID}:${writes.get(socket)}` });
+      if (typeof config !== 'string' && config.name) values[config.name] = config.values ?? [];
+    }
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof Client.prototype.query;
   try {
@@ -34,8 +50,13 @@ async function statementsOf(work: () => Promise<unknown>, values: Record<string,
   } finally {
     Client.prototype.query = original;
   }
-  return sent.filter((s) => !s.background).map((s) => s.label);
+  const trips: string[][] = [];
+  sent.forEach((statement, i) => (i > 0 && statement.write === sent[i - 1].write ? trips.at(-1)!.push(statement.label) : trips.push([statement.label])));
+  return trips;
 }
+
+/** The claim must be answered before the document is written; the stored answer leaves with the COMMIT. */
+const CREATE = [['api-key-authenticate+stored-answer'], ['START', 'idempotency-claim'], ['document-create'], ['idempotency-store', 'COMMIT']];
 
 describe('round trips per request on the hot paths (documented in the README)', () => {
   let t: TestApp;
@@ -48,18 +69,18 @@ describe('round trips per request on the hot paths (documented in the README)', 
   });
   afterAll(() => t.close());
 
-  it('creates a document in one transaction of four statements, after one look-up of the key and its stored answer', async () => {
+  it('creates a document in one transaction of three round trips, after one look-up of the key and its stored answer', async () => {
     const values: Record<string, unknown[]> = {};
-    const sent = await statementsOf(async () => expect((await postDocument(t.app, key, documentBody(source))).statusCode).toBe(201), values);
-    expect(sent).toEqual(['api-key-authenticate+stored-answer', 'START', 'idempotency-claim', 'document-create', 'idempotency-store', 'COMMIT']);
+    const sent = await roundTripsOf(async () => expect((await postDocument(t.app, key, documentBody(source))).statusCode).toBe(201), values);
+    expect(sent).toEqual(CREATE);
     expect(values['idempotency-claim'].at(-1)).toBeNull();
   });
 
   it('takes the providerReference lock with the claim when the document has one', async () => {
     const providerReference = `PAY-rt-${newIdempotencyKey()}`;
     const values: Record<string, unknown[]> = {};
-    const sent = await statementsOf(async () => expect((await postDocument(t.app, key, documentBody(source, { providerReference }))).statusCode).toBe(201), values);
-    expect(sent).toEqual(['api-key-authenticate+stored-answer', 'START', 'idempotency-claim', 'document-create', 'idempotency-store', 'COMMIT']);
+    const sent = await roundTripsOf(async () => expect((await postDocument(t.app, key, documentBody(source, { providerReference }))).statusCode).toBe(201), values);
+    expect(sent).toEqual(CREATE);
     // The claim statement also takes the reference's lock (its last parameter), not a statement of its own.
     expect(values['idempotency-claim'].at(-1)).toBe(providerReference);
   });
@@ -68,24 +89,27 @@ describe('round trips per request on the hot paths (documented in the README)', 
     const idempotencyKey = newIdempotencyKey();
     const body = documentBody(source);
     const created = await postDocument(t.app, key, body, idempotencyKey);
-    const replay = await statementsOf(async () => expect((await postDocument(t.app, key, body, idempotencyKey)).headers['idempotent-replayed']).toBe('true'));
-    expect(replay).toEqual(['api-key-authenticate+stored-answer']);
-    const read = await statementsOf(async () =>
+    const replay = await roundTripsOf(async () => expect((await postDocument(t.app, key, body, idempotencyKey)).headers['idempotent-replayed']).toBe('true'));
+    expect(replay).toEqual([['api-key-authenticate+stored-answer']]);
+    const read = await roundTripsOf(async () =>
       expect((await t.app.inject({ method: 'GET', url: `/api/v1/documents/${created.json().id}`, headers: { 'x-api-key': key } })).statusCode).toBe(200),
     );
-    expect(read).toEqual(['api-key-authenticate+document']);
+    expect(read).toEqual([['api-key-authenticate+document']]);
     // A path that is not a document id is a 404 without a document look-up.
-    const notAnId = await statementsOf(async () =>
+    const notAnId = await roundTripsOf(async () =>
       expect((await t.app.inject({ method: 'GET', url: '/api/v1/documents/not-an-id', headers: { 'x-api-key': key } })).statusCode).toBe(404),
     );
-    expect(notAnId).toEqual(['api-key-authenticate']);
+    expect(notAnId).toEqual([['api-key-authenticate']]);
   });
 
-  it('stores and applies a bank event in one transaction of three statements', async () => {
+  it('stores and applies a bank event in one transaction of two round trips', async () => {
     const providerReference = `PAY-rt-${newIdempotencyKey()}`;
     await postDocument(t.app, key, documentBody(source, { providerReference }));
     const event = { eventId: `evt-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference };
-    const sent = await statementsOf(async () => expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200));
-    expect(sent).toEqual(['START', 'advisory-lock', 'document-by-provider-reference', 'webhook-receive', 'COMMIT']);
+    const sent = await roundTripsOf(async () => expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200));
+    expect(sent).toEqual([
+      ['START', 'advisory-lock', 'document-by-provider-reference'],
+      ['webhook-receive', 'COMMIT'],
+    ]);
   });
 });

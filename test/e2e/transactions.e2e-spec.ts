@@ -58,6 +58,52 @@ describe('Database transactions: all or nothing', () => {
     expect(() => kept.afterCommit(() => undefined)).toThrow('has ended');
   });
 
+  it('runs statements sent together in order, and when the first fails keeps every one out', async () => {
+    await t.db.query('TRUNCATE tx_probe');
+    await expect(db.run((tx) => Promise.all([tx.query(INSERT_PROBE, ['before']), tx.query(INSERT_PROBE, [null]), tx.query(INSERT_PROBE, ['after'])]))).rejects.toMatchObject({
+      code: '23502',
+    });
+    expect(await labels()).toEqual([]);
+    await db.run((tx) => Promise.all([tx.query(INSERT_PROBE, ['one']), tx.query(INSERT_PROBE, ['two'])]));
+    expect(await labels()).toEqual(['one', 'two']);
+  });
+
+  it('commits with the statement queryAndCommit sends, and keeps the whole transaction out when that statement fails', async () => {
+    await t.db.query('TRUNCATE tx_probe');
+    await db.run(async (tx) => {
+      await tx.query(INSERT_PROBE, ['first']);
+      expect(await tx.queryAndCommit(INSERT_PROBE, ['last'])).toEqual([]);
+    });
+    expect(await labels()).toEqual(['first', 'last']);
+
+    await t.db.query('TRUNCATE tx_probe');
+    await expect(
+      db.run(async (tx) => {
+        await tx.query(INSERT_PROBE, ['first']);
+        await tx.queryAndCommit(INSERT_PROBE, [null]);
+      }),
+    ).rejects.toMatchObject({ code: '23502' });
+    // Its failure not waited for by the work: the commit itself reports it.
+    await expect(
+      db.run(async (tx) => {
+        await tx.query(INSERT_PROBE, ['first']);
+        tx.queryAndCommit(INSERT_PROBE, [null]).catch(() => undefined);
+      }),
+    ).rejects.toThrow();
+    expect(await labels()).toEqual([]);
+    await db.run((tx) => tx.query(INSERT_PROBE, ['after']));
+    expect(await labels()).toEqual(['after']);
+  });
+
+  it('refuses a statement after queryAndCommit', async () => {
+    await expect(
+      db.run(async (tx) => {
+        await tx.queryAndCommit(NOOP);
+        await tx.query(INSERT_PROBE, ['too-late']);
+      }),
+    ).rejects.toThrow('queryAndCommit must be its last statement');
+  });
+
   it('calls the afterCommit listeners of a transaction that sent no statement', async () => {
     let called = 0;
     await db.run(async (tx) => tx.afterCommit(() => (called += 1)));

@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { providerReferenceLock } from '../../src/documents/document-payments.service';
 import { adminHeaders, documentBody, IssuedKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { waitFor } from '../support/processes';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
 const PREVIOUS_SECRET = 'previous-webhook-secret-0123456789';
@@ -275,6 +277,37 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
         'PAYMENT_FAILED',
         'PAID',
       ]);
+    });
+
+    // The lock and the look-up are sent together; PostgreSQL runs them in order, so the look-up's snapshot
+    // must be taken once the lock is granted, or a document committed meanwhile would be missed.
+    it('are applied to a document committed while the event waited for its providerReference', async () => {
+      const providerReference = reference();
+      const lock = providerReferenceLock(providerReference);
+      const holder = new Client({ connectionString: t.databaseUrl });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [lock.namespace, lock.key]);
+        const document = await holder.query(
+          `INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date, currency, total_amount, tax_amount, provider_reference)
+           VALUES ($1, $2, 'INVOICE', 'DE123456789', 'Muster GmbH', 'DE', '2026-11-20', 'EUR', 119, 19, $3) RETURNING id`,
+          [acme.source, `ext-${providerReference}`, providerReference],
+        );
+        const event = paymentEvent(providerReference, 'PAID');
+        const delivery = send(event);
+        await waitFor(
+          async () => (await db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = hashtext($1)::oid`, [lock.key])).rowCount === 1,
+          'the delivery waiting for the lock',
+          10_000,
+        );
+        await holder.query('COMMIT');
+        expect((await delivery).statusCode).toBe(200);
+        expect((await stored(event.eventId))[0]).toMatchObject({ outcome: 'applied', document_id: document.rows[0].id });
+        expect((await documentNow(document.rows[0].id)).status).toBe('PAID');
+      } finally {
+        await holder.end();
+      }
     });
 
     it('are never left unmatched when the event and the document arrive at the same moment', async () => {
