@@ -35,7 +35,7 @@ export class DocumentsController {
   constructor(private readonly documents: DocumentsService) {}
 
   @Post()
-  @Idempotent(documentLock)
+  @Idempotent({ lock: documentLock, behindClaim: true })
   @ApiOperation({
     operationId: 'createDocument',
     summary: 'Submit a tax document',

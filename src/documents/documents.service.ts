@@ -5,6 +5,7 @@ import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { Database, statement, Transaction } from '../database/database';
+import { CLAIM_HELD } from '../idempotency/idempotency.service';
 import { DocumentPaymentsService } from './document-payments.service';
 import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
 import { DocumentEntity } from './document.entity';
@@ -18,14 +19,17 @@ const DEFAULT_PAGE_SIZE = 20;
 /**
  * The document and its `document.created` event in one statement. A duplicate (externalId per source,
  * providerReference) inserts nothing and returns no row: a business answer, not an error that aborts
- * the transaction. It also says whether bank events for its providerReference are waiting.
+ * the transaction. It also says whether bank events for its providerReference are waiting. Sent with
+ * the idempotency claim, before its answer, it writes nothing unless the claim is held (CLAIM_HELD).
  */
 const CREATE = statement(
   'document-create',
   `WITH doc AS (
      INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date,
                             currency, total_amount, tax_amount, provider_reference, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb)
+     SELECT $1::varchar, $2::varchar, $3::varchar, $4::varchar, $5::varchar, $6::bpchar, $7::date, $8::bpchar, $9::numeric,
+            $10::numeric, $11::varchar, $12::jsonb
+      WHERE ${CLAIM_HELD}
      ON CONFLICT DO NOTHING
      RETURNING ${DOCUMENT_COLUMNS}),
    event AS (
@@ -85,7 +89,10 @@ export class DocumentsService {
     this.createdHooks.push(hook);
   }
 
-  /** Runs in the idempotency transaction: the document, its event and the stored response commit together. */
+  /**
+   * Runs in the idempotency transaction: the document, its event and the stored response commit
+   * together. Its first statement is CREATE, sent with the claim (IdempotentOptions.behindClaim).
+   */
   async create(tx: Transaction, key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
     if (dto.source !== key.source) throw new AppError('UNAUTHORIZED', 'This API key is not valid for the source named in the request');
     if (dto.providerReference) await this.payments.lockProviderReference(tx, dto.providerReference);

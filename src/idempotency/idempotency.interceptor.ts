@@ -18,9 +18,17 @@ import { IDEMPOTENCY_KEY_PATTERN, IdempotencyService } from './idempotency.servi
 import { requestFingerprint } from './fingerprint';
 import { storedAnswerColumns } from './stored-answer';
 
-const CLAIM_ALSO = 'idempotency:claim-also';
+const OPTIONS = 'idempotency:options';
 
-type LockOf = (body: unknown) => AdvisoryLock | null;
+export interface IdempotentOptions {
+  /** A lock the handler will take anyway (from the raw body, before validation): the claim takes it too. */
+  lock?: (body: unknown) => AdvisoryLock | null;
+  /**
+   * The handler's first statement writes nothing unless CLAIM_HELD, so it is sent with the claim, in
+   * its round trip. Nothing may come before it that waits for the database or changes anything.
+   */
+  behindClaim?: boolean;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,6 +47,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const reply = context.switchToHttp().getResponse<FastifyReply>();
     const key = IdempotencyService.parseKey(request.headers['x-idempotency-key']);
     const path = request.url.split('?')[0];
+    const options = (Reflect.getMetadata(OPTIONS, context.getHandler()) as IdempotentOptions | undefined) ?? {};
     return from(
       this.idempotency.execute({
         source: request.apiKey!.source,
@@ -48,7 +57,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
         requestId: String(request.id),
         storedAnswer: request.storedAnswer,
         successStatus: Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) ?? HttpStatus.CREATED,
-        alsoLock: (Reflect.getMetadata(CLAIM_ALSO, context.getHandler()) as LockOf | undefined)?.(request.body) ?? null,
+        alsoLock: options.lock?.(request.body) ?? null,
+        behindClaim: options.behindClaim ?? false,
         operation: (tx) => {
           request.transaction = tx;
           return lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -80,11 +90,10 @@ export const STORED_ANSWER: ReadWithKey = {
  * Makes a POST under /api/v1 happen at most once per (source, X-Idempotency-Key); every such route
  * carries it (IdempotencyCoverage refuses to start otherwise). Scoped to those routes rather than
  * global: an interceptor on a route costs Nest an rxjs pipeline per request, which reads never need.
- * `alsoLock` names a lock the handler will take anyway (from the raw body, before validation), so the
- * claim statement takes it too and the handler's own request for it costs nothing.
+ * `options` save the handler round trips (see IdempotentOptions).
  */
-export const Idempotent = (alsoLock?: LockOf) =>
-  applyDecorators(UseInterceptors(IdempotencyInterceptor), ReadsWithKey(STORED_ANSWER), ...(alsoLock ? [SetMetadata(CLAIM_ALSO, alsoLock)] : []));
+export const Idempotent = (options: IdempotentOptions = {}) =>
+  applyDecorators(UseInterceptors(IdempotencyInterceptor), ReadsWithKey(STORED_ANSWER), SetMetadata(OPTIONS, options));
 
 /**
  * The handler's transaction: the one holding the idempotency claim, so its writes and the stored

@@ -25,8 +25,13 @@ export interface IdempotentCall {
   storedAnswer: StoredAnswer | null | undefined;
   /** The status Nest will send for a successful return value. */
   successStatus: number;
-  /** A lock the operation will need, taken with the claim to save it a round trip (see ClaimAlso). */
+  /** A lock the operation will need, taken with the claim to save it a round trip (IdempotentOptions.lock). */
   alsoLock: AdvisoryLock | null;
+  /**
+   * The operation's first statement does nothing unless CLAIM_HELD: it is then sent with the claim, in
+   * its round trip, instead of after the claim's answer (Transaction.behind).
+   */
+  behindClaim: boolean;
   /** Runs the operation in the open transaction, which it must pass to every write it makes. */
   operation: (tx: Transaction) => Promise<unknown>;
   /** Read after the operation, so a Location it set is stored with the response. */
@@ -44,11 +49,17 @@ const FIND_RECORD = statement(
 );
 
 /**
+ * True in SQL once this transaction holds a fresh claim (set by CLAIM). A statement sent with the claim,
+ * before its answer (IdempotentCall.behindClaim), must write nothing unless it holds.
+ */
+export const CLAIM_HELD = `current_setting('idempotency.claim_held', true) = 'on'`;
+
+/**
  * The claim, in one statement: the transaction-scoped advisory lock (so a duplicate in flight gets
  * 409 at once instead of waiting) and, once it is held, a placeholder record and the operation's
  * own lock ($6, $7; waited for). The placeholder's ON CONFLICT sees records committed after this
  * statement's snapshot was taken, so a request that finished just before the lock was free can
- * never run twice; an expired record is taken over.
+ * never run twice; an expired record is taken over. A fresh claim sets CLAIM_HELD.
  */
 const CLAIM = statement(
   'idempotency-claim',
@@ -61,8 +72,9 @@ const CLAIM = statement(
             created_at = now(), expires_at = EXCLUDED.expires_at
           WHERE idempotency_records.expires_at <= now()
           RETURNING 1),
+        held AS (SELECT set_config('idempotency.claim_held', 'on', true) FROM placeholder),
         also AS (SELECT pg_advisory_xact_lock($6::int, hashtext($7)) FROM claim WHERE claimed AND $7::text IS NOT NULL)
-   SELECT claimed, EXISTS (SELECT 1 FROM placeholder) AS fresh, (SELECT count(*) FROM also) AS also FROM claim`,
+   SELECT claimed, EXISTS (SELECT 1 FROM held) AS fresh, (SELECT count(*) FROM also) AS also FROM claim`,
 );
 
 const STORE_ANSWER = statement(
@@ -81,6 +93,14 @@ const PURGE_EXPIRED = statement(
 );
 
 type Outcome = { kind: 'in_use' } | { kind: 'reused' } | { kind: 'replay'; answer: StoredAnswer } | { kind: 'done'; value: unknown } | { kind: 'refused'; error: AppError };
+type Performed = { outcome: Outcome; status: number; body: unknown } | { error: unknown };
+
+/** Thrown out of the transaction of a request that did not get the claim, so that nothing of it commits. */
+class NotClaimed extends Error {
+  constructor(readonly outcome: Outcome) {
+    super('The idempotency key was not claimed');
+  }
+}
 
 @Injectable()
 export class IdempotencyService {
@@ -112,7 +132,7 @@ export class IdempotencyService {
   async execute(call: IdempotentCall): Promise<unknown> {
     // A finished request needs no claim: concurrent retries of it all get the replay, never a 409.
     const finished = call.storedAnswer === undefined ? await this.findRecord(this.db, call) : IdempotencyService.outcomeOf(call, call.storedAnswer);
-    const outcome: Outcome = finished ?? (await this.db.run((tx) => this.claimAndRun(tx, call)));
+    const outcome: Outcome = finished ?? (await this.db.run((tx) => this.claimAndRun(tx, call)).catch(IdempotencyService.notClaimed));
 
     switch (outcome.kind) {
       case 'in_use':
@@ -130,41 +150,60 @@ export class IdempotencyService {
     }
   }
 
+  /**
+   * Claims the key and runs the operation: after the claim's answer, or behind it in the same round
+   * trip (call.behindClaim). Without the claim nothing commits: NotClaimed rolls the transaction back.
+   */
   private async claimAndRun(tx: Transaction, call: IdempotentCall): Promise<Outcome> {
-    const [{ claimed, fresh }] = await tx.query<{ claimed: boolean; fresh: boolean }>(CLAIM, [
-      claimLockKey(call.source, call.key),
-      call.source,
-      call.key,
-      call.fingerprint,
-      this.config.IDEMPOTENCY_TTL_SECONDS,
-      call.alsoLock?.namespace ?? 0,
-      call.alsoLock?.key ?? null,
-    ]);
-    if (!claimed) return { kind: 'in_use' };
-    if (call.alsoLock) tx.holds(call.alsoLock);
+    const claim = tx
+      .query<{ claimed: boolean; fresh: boolean }>(CLAIM, [
+        claimLockKey(call.source, call.key),
+        call.source,
+        call.key,
+        call.fingerprint,
+        this.config.IDEMPOTENCY_TTL_SECONDS,
+        call.alsoLock?.namespace ?? 0,
+        call.alsoLock?.key ?? null,
+      ])
+      .then(([row]) => row);
+    // Behind the claim, a lost claim refuses the operation every statement: the lock is as good as held.
+    if (call.behindClaim && call.alsoLock) tx.holds(call.alsoLock);
+    const early = call.behindClaim ? this.perform(tx, call, claim.then(({ fresh }) => fresh)) : undefined;
+    const [{ claimed, fresh }, performed] = await Promise.all([claim, early]);
+    if (!claimed) throw new NotClaimed({ kind: 'in_use' });
     // Claimed, but a live record is there: the first request committed since the look-up.
-    if (!fresh) return (await this.findRecord(tx, call)) ?? { kind: 'in_use' };
+    if (!fresh) throw new NotClaimed((await this.findRecord(tx, call)) ?? { kind: 'in_use' });
+    if (call.alsoLock) tx.holds(call.alsoLock);
 
-    let outcome: Outcome;
-    let status: number;
-    let body: unknown;
+    const answer = performed ?? (await this.perform(tx, call));
+    if ('error' in answer) throw answer.error;
+    await tx.queryAndCommit(STORE_ANSWER, [call.source, call.key, answer.status, JSON.stringify(answer.body), call.location()]);
+    return answer.outcome;
+  }
+
+  /**
+   * The operation's answer: its value, or a refusal stored and replayed like one; anything else it
+   * throws is kept as `error`. `behind`: the claim's answer, when the operation is sent behind it.
+   */
+  private async perform(tx: Transaction, call: IdempotentCall, behind?: Promise<boolean>): Promise<Performed> {
     try {
-      body = await call.operation(tx);
-      status = call.successStatus;
-      outcome = { kind: 'done', value: body };
+      const value = behind ? await tx.behind(behind, () => call.operation(tx)) : await call.operation(tx);
+      return { outcome: { kind: 'done', value }, status: call.successStatus, body: value };
     } catch (error) {
-      if (!(error instanceof AppError) || !STORED_REFUSALS.has(error.code)) throw error;
-      ({ body, status } = { body: toProblem(error, call.instance, call.requestId).body, status: error.status });
-      outcome = { kind: 'refused', error };
+      if (!(error instanceof AppError) || !STORED_REFUSALS.has(error.code)) return { error };
+      return { outcome: { kind: 'refused', error }, status: error.status, body: toProblem(error, call.instance, call.requestId).body };
     }
-    await tx.queryAndCommit(STORE_ANSWER, [call.source, call.key, status, JSON.stringify(body), call.location()]);
-    return outcome;
   }
 
   /** The live record of this key as an outcome (replay or reused), or null when there is none. */
   private async findRecord(db: Db, call: IdempotentCall): Promise<Outcome | null> {
     const [answer] = await db.query<StoredAnswer>(FIND_RECORD, [call.source, call.key]);
     return IdempotencyService.outcomeOf(call, answer ?? null);
+  }
+
+  private static notClaimed(this: void, error: unknown): Outcome {
+    if (error instanceof NotClaimed) return error.outcome;
+    throw error;
   }
 
   private static outcomeOf(call: IdempotentCall, answer: StoredAnswer | null): Outcome | null {

@@ -1,8 +1,6 @@
 import { Client } from 'pg';
-import { Database } from '../../src/database/database';
-import { DocumentsService } from '../../src/documents/documents.service';
-import { CreateDocumentDto } from '../../src/documents/dto/create-document.dto';
 import { cancelDocument, documentBody, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
+import { waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
 
 interface FeedEvent {
@@ -147,24 +145,28 @@ describe('event feed with many writers of one source', () => {
   const feed = (key: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/events${query}`, headers: { 'x-api-key': key } });
 
   beforeAll(async () => {
-    t = await startTestApp({ env: { DB_POOL_SIZE: '40' } });
+    // The held create below waits on a lock for as long as the others take: no lock or statement timeout cuts it off.
+    t = await startTestApp({ env: { DB_POOL_SIZE: '40', DB_LOCK_TIMEOUT_MS: '600000', DB_STATEMENT_TIMEOUT_MS: '600000' } });
   });
   afterAll(() => t.close());
 
   it('does not serialise 30 concurrent writers of one source behind one open transaction, and hides them until it ends', async () => {
     const source = await newSourceWithKey(t.app);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let created!: () => void;
-    const wasCreated = new Promise<void>((resolve) => (created = resolve));
-    // A writer of the same source that keeps its transaction open after writing its document and event.
-    const held = t.app.get(Database).run(async (tx) => {
-      const document = await t.app.get(DocumentsService).create(tx, { source: source.source, keyId: source.id, prefix: '', expiresAt: null }, documentBody(source.source) as unknown as CreateDocumentDto);
-      created();
-      await gate;
-      return document;
-    });
-    await wasCreated;
+    const holder = new Client({ connectionString: t.databaseUrl });
+    await holder.connect();
+    // A create of the same source that keeps its transaction open after writing its document and event:
+    // right after its insert, a trigger makes it wait for a lock this test holds.
+    const heldBody = documentBody(source.source);
+    await t.db.query(`CREATE FUNCTION hold_document() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN PERFORM pg_advisory_xact_lock(7340300); RETURN NULL; END $$`);
+    await t.db.query(`CREATE TRIGGER hold_document AFTER INSERT ON documents FOR EACH ROW WHEN (NEW.external_id = '${heldBody.externalId as string}') EXECUTE FUNCTION hold_document()`);
+    await holder.query('SELECT pg_advisory_lock(7340300)');
+    const held = postDocument(t.app, source.key, heldBody);
+    await waitFor(
+      async () => (await t.db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = 7340300`)).rowCount === 1,
+      'the held create waiting after its insert',
+      10_000,
+    );
 
     // With a per-source lock held to commit these would all wait for the open transaction (and this test would time out).
     const responses = await Promise.all(Array.from({ length: 30 }, () => postDocument(t.app, source.key, documentBody(source.source))));
@@ -173,8 +175,10 @@ describe('event feed with many writers of one source', () => {
     const during = (await feed(source.key, '?limit=100')).json();
     expect(during.data).toEqual([]);
 
-    release();
-    const heldDocument = await held;
+    await holder.end();
+    const heldDocument = (await held).json();
+    await t.db.query('DROP TRIGGER hold_document ON documents');
+    await t.db.query('DROP FUNCTION hold_document()');
     const after = (await feed(source.key, '?limit=100')).json();
     const documentIds = after.data.map((e: FeedEvent) => e.documentId);
     expect(documentIds).toHaveLength(31);
