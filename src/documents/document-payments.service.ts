@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AdvisoryLock, statement, Transaction } from '../database/database';
-import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
+import { CHANGE_DOCUMENT } from './document-sql';
 import { DocumentEntity } from './document.entity';
 import { LifecycleOutcome, transition } from './lifecycle';
 
@@ -16,10 +16,14 @@ export function providerReferenceLock(providerReference: string): AdvisoryLock {
   return { namespace: PROVIDER_REFERENCE_LOCK_NAMESPACE, key: providerReference };
 }
 
-const FIND_BY_PROVIDER_REFERENCE = statement(
-  'document-by-provider-reference',
-  `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE provider_reference = $1 FOR UPDATE`,
-);
+/**
+ * Only what a bank event's decision needs: every column more is parsed, and its field description
+ * handled, by pg on each delivery (21 columns cost the bank webhook about 20 µs of Node CPU).
+ */
+const FIND_BY_PROVIDER_REFERENCE = statement('document-by-provider-reference', `SELECT id, status FROM documents WHERE provider_reference = $1 FOR UPDATE`);
+
+/** A document locked for a bank event's decision. */
+export type LockedDocument = Pick<DocumentEntity, 'id' | 'status'>;
 
 export interface ProviderStatusEvent {
   eventId: string;
@@ -33,13 +37,13 @@ export class DocumentPaymentsService {
     return tx.advisoryLock(providerReferenceLock(providerReference));
   }
 
-  async findForUpdate(tx: Transaction, providerReference: string): Promise<DocumentEntity | null> {
-    const [document] = await tx.query<DocumentEntity>(FIND_BY_PROVIDER_REFERENCE, [providerReference]);
+  async findForUpdate(tx: Transaction, providerReference: string): Promise<LockedDocument | null> {
+    const [document] = await tx.query<LockedDocument>(FIND_BY_PROVIDER_REFERENCE, [providerReference]);
     return document ?? null;
   }
 
   /** What `event` would do to `document`; pure, so the caller can decide before writing anything. */
-  assess(document: DocumentEntity, event: ProviderStatusEvent): LifecycleOutcome {
+  assess(document: Pick<DocumentEntity, 'status'>, event: ProviderStatusEvent): LifecycleOutcome {
     return transition(document.status, { kind: 'provider', status: event.status });
   }
 
