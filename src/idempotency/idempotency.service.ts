@@ -52,7 +52,8 @@ const FIND_RECORD = statement(
  * True in SQL once this transaction holds a fresh claim (set by CLAIM). A statement sent with the claim,
  * before its answer (IdempotentCall.behindClaim), must write nothing unless it holds.
  */
-export const CLAIM_HELD = `current_setting('idempotency.claim_held', true) = 'on'`;
+const CLAIM_HELD_SETTING = 'idempotency.claim_held';
+export const CLAIM_HELD = `current_setting('${CLAIM_HELD_SETTING}', true) = 'on'`;
 
 /**
  * The claim, in one statement: the transaction-scoped advisory lock (so a duplicate in flight gets
@@ -72,7 +73,7 @@ const CLAIM = statement(
             created_at = now(), expires_at = EXCLUDED.expires_at
           WHERE idempotency_records.expires_at <= now()
           RETURNING 1),
-        held AS (SELECT set_config('idempotency.claim_held', 'on', true) FROM placeholder),
+        held AS (SELECT set_config('${CLAIM_HELD_SETTING}', 'on', true) FROM placeholder),
         also AS (SELECT pg_advisory_xact_lock($6::int, hashtext($7)) FROM claim WHERE claimed AND $7::text IS NOT NULL)
    SELECT claimed, EXISTS (SELECT 1 FROM held) AS fresh, (SELECT count(*) FROM also) AS also FROM claim`,
 );
@@ -166,14 +167,14 @@ export class IdempotencyService {
         call.alsoLock?.key ?? null,
       ])
       .then(([row]) => row);
-    // Behind the claim, a lost claim refuses the operation every statement: the lock is as good as held.
-    if (call.behindClaim && call.alsoLock) tx.holds(call.alsoLock);
+    // The claim takes the lock when it wins; when it loses, the operation runs no statement (or none at
+    // all), so for the operation the lock is as good as held either way.
+    if (call.alsoLock) tx.holds(call.alsoLock);
     const early = call.behindClaim ? this.perform(tx, call, claim.then(({ fresh }) => fresh)) : undefined;
     const [{ claimed, fresh }, performed] = await Promise.all([claim, early]);
     if (!claimed) throw new NotClaimed({ kind: 'in_use' });
     // Claimed, but a live record is there: the first request committed since the look-up.
     if (!fresh) throw new NotClaimed((await this.findRecord(tx, call)) ?? { kind: 'in_use' });
-    if (call.alsoLock) tx.holds(call.alsoLock);
 
     const answer = performed ?? (await this.perform(tx, call));
     if ('error' in answer) throw answer.error;

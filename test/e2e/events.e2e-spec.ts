@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { cancelDocument, documentBody, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
-import { waitFor } from '../support/processes';
+import { holdDocumentInsert } from '../support/database';
 import { startTestApp, TestApp } from '../support/test-app';
 
 interface FeedEvent {
@@ -152,38 +152,30 @@ describe('event feed with many writers of one source', () => {
 
   it('does not serialise 30 concurrent writers of one source behind one open transaction, and hides them until it ends', async () => {
     const source = await newSourceWithKey(t.app);
-    const holder = new Client({ connectionString: t.databaseUrl });
-    await holder.connect();
-    // A create of the same source that keeps its transaction open after writing its document and event:
-    // right after its insert, a trigger makes it wait for a lock this test holds.
+    // A create of the same source that keeps its transaction open after writing its document and event.
     const heldBody = documentBody(source.source);
-    await t.db.query(`CREATE FUNCTION hold_document() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_advisory_xact_lock(7340300); RETURN NULL; END $$`);
-    await t.db.query(`CREATE TRIGGER hold_document AFTER INSERT ON documents FOR EACH ROW WHEN (NEW.external_id = '${heldBody.externalId as string}') EXECUTE FUNCTION hold_document()`);
-    await holder.query('SELECT pg_advisory_lock(7340300)');
-    const held = postDocument(t.app, source.key, heldBody);
-    await waitFor(
-      async () => (await t.db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = 7340300`)).rowCount === 1,
-      'the held create waiting after its insert',
-      10_000,
-    );
+    const hold = await holdDocumentInsert(t.db, t.databaseUrl, heldBody.externalId as string);
+    try {
+      const held = postDocument(t.app, source.key, heldBody);
+      await hold.held();
 
-    // With a per-source lock held to commit these would all wait for the open transaction (and this test would time out).
-    const responses = await Promise.all(Array.from({ length: 30 }, () => postDocument(t.app, source.key, documentBody(source.source))));
-    expect(responses.map((r) => r.statusCode)).toEqual(Array(30).fill(201));
-    // Committed, but behind a transaction still running: not shown yet, so a reader cannot page past the open one.
-    const during = (await feed(source.key, '?limit=100')).json();
-    expect(during.data).toEqual([]);
+      // With a per-source lock held to commit these would all wait for the open transaction (and this test would time out).
+      const responses = await Promise.all(Array.from({ length: 30 }, () => postDocument(t.app, source.key, documentBody(source.source))));
+      expect(responses.map((r) => r.statusCode)).toEqual(Array(30).fill(201));
+      // Committed, but behind a transaction still running: not shown yet, so a reader cannot page past the open one.
+      const during = (await feed(source.key, '?limit=100')).json();
+      expect(during.data).toEqual([]);
 
-    await holder.end();
-    const heldDocument = (await held).json();
-    await t.db.query('DROP TRIGGER hold_document ON documents');
-    await t.db.query('DROP FUNCTION hold_document()');
-    const after = (await feed(source.key, '?limit=100')).json();
-    const documentIds = after.data.map((e: FeedEvent) => e.documentId);
-    expect(documentIds).toHaveLength(31);
-    expect(new Set(documentIds)).toEqual(new Set([heldDocument.id, ...responses.map((r) => r.json().id)]));
-    // The open transaction started first, so its event comes first in the feed although it committed last.
-    expect(documentIds[0]).toBe(heldDocument.id);
+      await hold.release();
+      const heldDocument = (await held).json();
+      const after = (await feed(source.key, '?limit=100')).json();
+      const documentIds = after.data.map((e: FeedEvent) => e.documentId);
+      expect(documentIds).toHaveLength(31);
+      expect(new Set(documentIds)).toEqual(new Set([heldDocument.id, ...responses.map((r) => r.json().id)]));
+      // The open transaction started first, so its event comes first in the feed although it committed last.
+      expect(documentIds[0]).toBe(heldDocument.id);
+    } finally {
+      await hold.remove();
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
-import { waitFor } from '../support/processes';
+import { holdDocumentInsert } from '../support/database';
 import { startTestApp, TestApp } from '../support/test-app';
 
 describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
@@ -247,34 +247,21 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
 
     it('gets its 409 at once even when the first has written its document and not committed it', async () => {
       const source = await newSourceWithKey(t.app);
-      const externalId = `HOLD-${newIdempotencyKey()}`;
-      const holder = new Client({ connectionString: t.databaseUrl });
-      await holder.connect();
-      // The first request stops right after inserting its document, inside its transaction: the document's
-      // (source, externalId) entry is written, not committed. The duplicate's document statement, sent with
-      // its claim, would wait for that entry if it did not write nothing without the claim.
-      await db.query(`CREATE FUNCTION hold_document() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN PERFORM pg_advisory_xact_lock(7340299); RETURN NULL; END $$`);
-      await db.query(`CREATE TRIGGER hold_document AFTER INSERT ON documents FOR EACH ROW WHEN (NEW.external_id = '${externalId}') EXECUTE FUNCTION hold_document()`);
-      await holder.query('SELECT pg_advisory_lock(7340299)');
+      const body = documentBody(source.source);
+      // The first request's (source, externalId) entry is written, not committed: the duplicate's document
+      // statement, sent with its claim, would wait for it unless it wrote nothing without the claim.
+      const hold = await holdDocumentInsert(db, t.databaseUrl, body.externalId as string);
       try {
         const key = newIdempotencyKey();
-        const body = documentBody(source.source, { externalId });
         const first = postDocument(t.app, source.key, body, key);
-        await waitFor(
-          async () => (await db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = 7340299`)).rowCount === 1,
-          'the first request holding its document',
-          10_000,
-        );
+        await hold.held();
         const duplicate = await postDocument(t.app, source.key, body, key);
         expect([duplicate.statusCode, duplicate.json().code]).toEqual([409, 'IDEMPOTENCY_KEY_IN_USE']);
-        await holder.query('SELECT pg_advisory_unlock(7340299)');
+        await hold.release();
         expect((await first).statusCode).toBe(201);
         expect(await countDocuments(source.source)).toBe(1);
       } finally {
-        await holder.end();
-        await db.query('DROP TRIGGER hold_document ON documents');
-        await db.query('DROP FUNCTION hold_document()');
+        await hold.remove();
       }
     });
   });

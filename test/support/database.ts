@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { waitFor } from './processes';
 
 function serverUrl(): string {
   const url = process.env.TEST_SERVER_URL;
@@ -33,4 +34,39 @@ export async function createTestDatabase(): Promise<string> {
 export async function dropTestDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);
   await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+}
+
+/**
+ * Makes the create of the document with `externalId` stop right after its insert, inside its transaction
+ * (document and feed event written, not committed), until `release`. `held` resolves once it is waiting.
+ * `remove` releases it and drops the trigger; call it in a `finally`.
+ */
+export async function holdDocumentInsert(db: Client, databaseUrl: string, externalId: string) {
+  const lock = 7_340_299;
+  const holder = new Client({ connectionString: databaseUrl });
+  await holder.connect();
+  await holder.query('SELECT pg_advisory_lock($1)', [lock]);
+  await db.query(`CREATE FUNCTION hold_document() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock(${lock}); RETURN NULL; END $$`);
+  await db.query(`CREATE TRIGGER hold_document AFTER INSERT ON documents FOR EACH ROW WHEN (NEW.external_id = '${externalId}') EXECUTE FUNCTION hold_document()`);
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await holder.end();
+  };
+  return {
+    held: () =>
+      waitFor(
+        async () => (await db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = $1`, [lock])).rowCount === 1,
+        'the create waiting right after its insert',
+        10_000,
+      ),
+    release,
+    remove: async () => {
+      await release();
+      await db.query('DROP TRIGGER IF EXISTS hold_document ON documents');
+      await db.query('DROP FUNCTION IF EXISTS hold_document()');
+    },
+  };
 }
