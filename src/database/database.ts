@@ -58,7 +58,7 @@ export class Transaction implements Db {
   private committing?: Promise<QueryResult | QueryResult[]>;
   private writing = false;
   /** While `behind` runs: the unanswered condition its statements are sent behind, then its answer. */
-  private condition?: { answer: Promise<boolean>; held?: boolean };
+  private condition?: Condition;
 
   constructor(
     readonly client: PoolClient,
@@ -89,7 +89,7 @@ export class Transaction implements Db {
    * only if it held; otherwise they, and any statement `work` sends later, reject with ConditionNotHeld.
    */
   async behind<T>(condition: Promise<boolean>, work: () => Promise<T>): Promise<T> {
-    const state: { answer: Promise<boolean>; held?: boolean } = { answer: condition };
+    const state: Condition = { answer: condition };
     condition.then(
       (held) => (state.held = held),
       () => (state.held = false),
@@ -190,6 +190,9 @@ export class Transaction implements Db {
 }
 
 type Socket = { cork(): void; uncork(): void };
+
+/** A condition statements are sent behind (Transaction.behind): its answer, and once known, whether it held. */
+type Condition = { answer: Promise<boolean>; held?: boolean };
 
 /** A statement sent behind a condition (Transaction.behind) that did not hold: its result is void. */
 export class ConditionNotHeld extends Error {

@@ -42,13 +42,20 @@ export async function dropTestDatabase(url: string): Promise<void> {
  * `remove` releases it and drops the trigger; call it in a `finally`.
  */
 export async function holdDocumentInsert(db: Client, databaseUrl: string, externalId: string) {
-  const lock = 7_340_299;
+  // Advisory locks are cluster-wide: a key of its own, so another test file's hold is never taken for this one.
+  const lock = randomBytes(4).readUInt32BE() >>> 1;
   const holder = new Client({ connectionString: databaseUrl });
   await holder.connect();
-  await holder.query('SELECT pg_advisory_lock($1)', [lock]);
-  await db.query(`CREATE FUNCTION hold_document() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_advisory_xact_lock(${lock}); RETURN NULL; END $$`);
-  await db.query(`CREATE TRIGGER hold_document AFTER INSERT ON documents FOR EACH ROW WHEN (NEW.external_id = '${externalId}') EXECUTE FUNCTION hold_document()`);
+  try {
+    await holder.query('SELECT pg_advisory_lock($1)', [lock]);
+    await db.query(`CREATE FUNCTION hold_document() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN PERFORM pg_advisory_xact_lock(${lock}); RETURN NULL; END $$`);
+    await db.query(`CREATE TRIGGER hold_document AFTER INSERT ON documents FOR EACH ROW WHEN (NEW.external_id = '${externalId}') EXECUTE FUNCTION hold_document()`);
+  } catch (error) {
+    // Not set up, so the caller gets no `remove`: the lock must not outlive the test.
+    await holder.end();
+    throw error;
+  }
   let released = false;
   const release = async () => {
     if (released) return;
