@@ -1,6 +1,5 @@
 import { Check, Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, Unique } from 'typeorm';
 import { DocumentEventEntity } from '../documents/document-event.entity';
-import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -17,12 +16,12 @@ export class OutboundDeliveryEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint', primaryKeyConstraintName: 'pk_outbound_deliveries' })
   id: string;
 
+  /**
+   * Not a foreign key: its check would lock the endpoint's row in every create of the source (see the
+   * migration OutboundEndpointLockNotForeignKey); deleting an endpoint deletes its deliveries.
+   */
   @Column({ name: 'endpoint_id', type: 'uuid' })
   endpointId: string;
-
-  @ManyToOne(() => WebhookEndpointEntity, { onDelete: 'CASCADE' })
-  @JoinColumn({ name: 'endpoint_id', foreignKeyConstraintName: 'fk_outbound_deliveries_endpoint' })
-  endpoint?: WebhookEndpointEntity;
 
   @Column({ name: 'event_id', type: 'bigint' })
   eventId: string;

@@ -10,8 +10,14 @@ import { generateSecret } from './signing';
 import { OUTBOUND_EVENT_TYPES, WebhookEndpointEntity } from './webhook-endpoint.entity';
 
 export const MAX_ENDPOINTS_PER_SOURCE = 10;
-/** Namespace of the per-source endpoints lock (pg_advisory_xact_lock(namespace, hashtext(source))). */
-const ENDPOINTS_LOCK_NAMESPACE = 7_340_216;
+/**
+ * Namespace of the per-source endpoints lock (pg_advisory_xact_lock(namespace, hashtext(source))), which
+ * the feed's trigger also takes, shared (migration OutboundEndpointLockNotForeignKey).
+ */
+export const ENDPOINTS_LOCK_NAMESPACE = 7_340_216;
+
+const lockEndpoints = (tx: Transaction, source: string) =>
+  tx.manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [ENDPOINTS_LOCK_NAMESPACE, source]);
 
 @Injectable()
 export class WebhookEndpointsService {
@@ -26,7 +32,7 @@ export class WebhookEndpointsService {
     await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
     const manager = tx.manager;
     // Counted under the source's lock, so parallel creations cannot pass the limit together.
-    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [ENDPOINTS_LOCK_NAMESPACE, source]);
+    await lockEndpoints(tx, source);
     if ((await manager.countBy(WebhookEndpointEntity, { source })) >= MAX_ENDPOINTS_PER_SOURCE) {
       throw new AppError('VALIDATION_ERROR', `A source can register at most ${MAX_ENDPOINTS_PER_SOURCE} webhook endpoints`, [
         { field: 'url', message: `this source already has ${MAX_ENDPOINTS_PER_SOURCE} endpoints; delete one first` },
@@ -73,10 +79,22 @@ export class WebhookEndpointsService {
     return this.map(saved);
   }
 
-  /** Pending deliveries to it go with it (ON DELETE CASCADE); an attempt in flight finds nothing to record. */
+  /**
+   * Its deliveries and their attempts go with it; an attempt in flight finds nothing to record. Under the
+   * source's lock, which every create that enqueues deliveries for the source holds shared until it
+   * commits: the delete waits for those, so it sees their deliveries, and creates after it see no endpoint.
+   */
   async remove(source: string, id: string): Promise<void> {
-    const result = isUuid(id) ? await this.db.manager.delete(WebhookEndpointEntity, { id, source }) : { affected: 0 };
-    if (!result.affected) throw this.notFound();
+    const removed =
+      isUuid(id) &&
+      (await this.db.run(async (tx) => {
+        await lockEndpoints(tx, source);
+        const [endpoints] = await tx.manager.query('DELETE FROM webhook_endpoints WHERE id = $1 AND source = $2 RETURNING id', [id, source]);
+        if (endpoints.length === 0) return false;
+        await tx.manager.query('DELETE FROM outbound_deliveries WHERE endpoint_id = $1', [id]);
+        return true;
+      }));
+    if (!removed) throw this.notFound();
   }
 
   /** The old secret keeps signing, beside the new one, for OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS. */

@@ -1,5 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories';
+import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.service';
+import { holdInsert } from '../support/database';
 import { waitFor } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
@@ -341,6 +343,29 @@ describe('push notifications (CONTRACT §2.6)', () => {
       await settled(source, live.id, event.id, 'succeeded');
       expect([disabledHook.messages.length, deletedHook.messages.length]).toEqual([0, 0]);
       expect((await deliveries(source, disabled.id)).data).toEqual([]);
+    });
+
+    it('deletes, with the endpoint, the delivery of a create that enqueued it and had not committed yet', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver();
+      const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
+      // The create stops right after the feed's trigger inserted its delivery, before it commits.
+      const hold = await holdInsert(t.db, t.databaseUrl, 'outbound_deliveries', `NEW.source = '${source.source}'`);
+      try {
+        const created = postDocument(t.app, source.key, documentBody(source.source));
+        await hold.held();
+        let answered = false;
+        const deleted = api(source, 'DELETE', `/${endpoint.id}`).then((res) => ((answered = true), res));
+        const deleteWaits = async () =>
+          (await t.db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = $1`, [ENDPOINTS_LOCK_NAMESPACE])).rowCount === 1;
+        await waitFor(async () => answered || (await deleteWaits()), 'the delete waiting for the create');
+        await hold.release();
+        expect((await created).statusCode).toBe(201);
+        expect((await deleted).statusCode).toBe(204);
+      } finally {
+        await hold.remove();
+      }
+      expect((await t.db.query('SELECT id FROM outbound_deliveries WHERE endpoint_id = $1', [endpoint.id])).rows).toEqual([]);
     });
 
     it('signs with the new and the previous secret during the grace period after a rotation', async () => {

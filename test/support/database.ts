@@ -41,16 +41,21 @@ export async function dropTestDatabase(url: string): Promise<void> {
  * (document and feed event written, not committed), until `release`. `held` resolves once it is waiting.
  * `remove` releases it and drops the trigger; call it in a `finally`.
  */
-export async function holdDocumentInsert(db: Client, databaseUrl: string, externalId: string) {
+export function holdDocumentInsert(db: Client, databaseUrl: string, externalId: string) {
+  return holdInsert(db, databaseUrl, 'documents', `NEW.external_id = '${externalId}'`);
+}
+
+/** The same for the transaction that inserts a row into `table` for which `condition` (on NEW) holds. */
+export async function holdInsert(db: Client, databaseUrl: string, table: string, condition: string) {
   // Advisory locks are cluster-wide: a key of its own, so another test file's hold is never taken for this one.
   const lock = randomBytes(4).readUInt32BE() >>> 1;
   const holder = new Client({ connectionString: databaseUrl });
   await holder.connect();
   try {
     await holder.query('SELECT pg_advisory_lock($1)', [lock]);
-    await db.query(`CREATE FUNCTION hold_document() RETURNS trigger LANGUAGE plpgsql AS $$
+    await db.query(`CREATE FUNCTION hold_insert() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN PERFORM pg_advisory_xact_lock(${lock}); RETURN NULL; END $$`);
-    await db.query(`CREATE TRIGGER hold_document AFTER INSERT ON documents FOR EACH ROW WHEN (NEW.external_id = '${externalId}') EXECUTE FUNCTION hold_document()`);
+    await db.query(`CREATE TRIGGER hold_insert AFTER INSERT ON ${table} FOR EACH ROW WHEN (${condition}) EXECUTE FUNCTION hold_insert()`);
   } catch (error) {
     // Not set up, so the caller gets no `remove`: the lock must not outlive the test.
     await holder.end();
@@ -66,14 +71,14 @@ export async function holdDocumentInsert(db: Client, databaseUrl: string, extern
     held: () =>
       waitFor(
         async () => (await db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = $1`, [lock])).rowCount === 1,
-        'the create waiting right after its insert',
+        `the insert into ${table} waiting`,
         10_000,
       ),
     release,
     remove: async () => {
       await release();
-      await db.query('DROP TRIGGER IF EXISTS hold_document ON documents');
-      await db.query('DROP FUNCTION IF EXISTS hold_document()');
+      await db.query(`DROP TRIGGER IF EXISTS hold_insert ON ${table}`);
+      await db.query('DROP FUNCTION IF EXISTS hold_insert()');
     },
   };
 }
