@@ -213,6 +213,8 @@ const lockId = (lock: AdvisoryLock) => `${lock.namespace}:${lock.key}`;
 export class Database implements Db {
   private readonly commitFlags = new Map<string, Array<() => void>>();
   private commitText = 'COMMIT';
+  /** Per pooled connection: when it is retired rather than given back (see `retiring`). */
+  private readonly retireAt = new WeakMap<PoolClient, number>();
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
@@ -293,7 +295,7 @@ export class Database implements Db {
   /**
    * A pooled client that listens for its connection's errors while checked out: pg-pool listens only
    * while a client is idle, and an 'error' event nobody listens to ends the process (the query in
-   * flight fails by itself). `release` gives the client back, or discards it if it failed or was lost.
+   * flight fails by itself). `release` gives the client back, or discards it if it failed, was lost or is due to retire.
    */
   private async checkout(): Promise<{ client: PoolClient; release: (failure?: Error) => void }> {
     const client = await this.pool.connect();
@@ -304,9 +306,27 @@ export class Database implements Db {
       client,
       release: (failure) => {
         client.off('error', onError);
-        client.release(failure ?? lost);
+        client.release(failure ?? lost ?? this.retiring(client));
       },
     };
+  }
+
+  /**
+   * pg-pool replaces a connection DB_POOL_CONNECTION_LIFETIME_SECONDS after it opened, so connections
+   * opened together (at start-up, in a burst) are all replaced together, and every new one prepares its
+   * statements again on cold caches: under create load that stalled every request for up to a second, once
+   * a lifetime. So each connection is also retired when given back after a random time between half of
+   * its lifetime and all of it, which spreads the replacements out; pg-pool's bound still holds.
+   */
+  private retiring(client: PoolClient): boolean {
+    const now = performance.now();
+    let retireAt = this.retireAt.get(client);
+    if (retireAt === undefined) {
+      const lifetimeSeconds = (this.dataSource.options.extra as { maxLifetimeSeconds?: number } | undefined)?.maxLifetimeSeconds;
+      retireAt = lifetimeSeconds ? now + lifetimeSeconds * 1000 * (0.5 + Math.random() / 2) : Infinity;
+      this.retireAt.set(client, retireAt);
+    }
+    return now >= retireAt;
   }
 
   private get pool(): Pool {

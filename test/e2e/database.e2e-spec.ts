@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { hashApiKey } from '../../src/auth/api-key-format';
 import { authenticateWith } from '../../src/auth/api-keys.service';
 import { ReadWithKey } from '../../src/auth/read-with-key';
+import { Database, statement } from '../../src/database/database';
 import { DOCUMENT_BY_ID } from '../../src/documents/documents.service';
 import { STORED_ANSWER } from '../../src/idempotency/idempotency.interceptor';
 import { freePort } from '../../src/database/embedded-postgres';
@@ -15,6 +16,10 @@ import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { newSourceWithKey } from '../support/factories';
 import { startClusterProcess, waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
+
+const BACKEND_PID = statement('test-backend-pid', 'SELECT pg_backend_pid() AS pid, pg_sleep($1)');
+/** The sessions of the current database, or of them those with a pid in $1. */
+const ALIVE = statement('test-alive', 'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND ($1::int[] IS NULL OR pid = ANY ($1::int[]))');
 
 describe('database', () => {
   describe('readiness while the database goes away and comes back', () => {
@@ -129,6 +134,43 @@ describe('database', () => {
         expect(next.filter((pid) => first.includes(pid))).toEqual([]);
       } finally {
         await t.close();
+      }
+    });
+
+    // Replaced all at once, connections opened together (at start-up, in a burst) would all prepare their
+    // statements again together, on cold caches: under load a stall of every request once a lifetime.
+    it('opened together are replaced at different times, each within its lifetime', async () => {
+      const lifetimeMs = 6000;
+      const url = await createTestDatabase();
+      const dataSource = await new DataSource(buildDataSourceOptions({ url, connectionLifetimeSeconds: lifetimeMs / 1000 })).initialize();
+      try {
+        const db = new Database(dataSource);
+        const alive = async (pids: number[] | null) => new Set((await db.query<{ pid: number }>(ALIVE, [pids])).map((row) => row.pid));
+        // Overlapping, so each of the ten takes a connection of its own.
+        const onTenConnections = async (sleepSeconds: number) =>
+          (await Promise.all(Array.from({ length: 10 }, () => db.query<{ pid: number }>(BACKEND_PID, [sleepSeconds])))).map(([row]) => row.pid);
+        // What the pool opened before (while TypeORM initialised) is left out: only those opened together count.
+        const before = await alive(null);
+        const opened = (await onTenConnections(0.2)).filter((pid) => !before.has(pid));
+        const openedAt = performance.now();
+        expect(opened.length).toBeGreaterThanOrEqual(8);
+
+        const replacedAt = new Map<number, number>();
+        while (replacedAt.size < opened.length && performance.now() - openedAt < lifetimeMs + 3000) {
+          await onTenConnections(0.01);
+          const left = await alive(opened);
+          for (const pid of opened) if (!left.has(pid) && !replacedAt.has(pid)) replacedAt.set(pid, performance.now() - openedAt);
+        }
+
+        expect(replacedAt.size).toBe(opened.length);
+        const times = [...replacedAt.values()];
+        expect(Math.max(...times)).toBeLessThan(lifetimeMs + 1000);
+        // Each is replaced at a moment drawn from the second half of its lifetime: eight or more spanning less
+        // than 15 % of that half would happen less than once in 80,000 runs; replaced together, a few ms.
+        expect(Math.max(...times) - Math.min(...times)).toBeGreaterThan(0.15 * (lifetimeMs / 2));
+      } finally {
+        await dataSource.destroy();
+        await dropTestDatabase(url);
       }
     });
   });
