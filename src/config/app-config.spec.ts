@@ -26,7 +26,7 @@ describe('loadConfig', () => {
       BODY_LIMIT_BYTES: 1048576,
       LOG_LEVEL: 'info',
       MIGRATIONS_RUN: true,
-      DB_POOL_SIZE: 20,
+      DB_POOL_SIZE: 10,
       DB_POOL_CONNECTION_LIFETIME_SECONDS: 60,
       DB_STATEMENT_TIMEOUT_MS: 10000,
       DB_LOCK_TIMEOUT_MS: 2000,

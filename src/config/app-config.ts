@@ -138,7 +138,7 @@ export class AppConfig {
 
   // Two at least: migrations at start hold the advisory lock on one connection and run on another.
   @IntInRange(2, 200)
-  DB_POOL_SIZE = 20;
+  DB_POOL_SIZE = 10;
 
   /**
    * How long a pooled connection lives before it is replaced. Its prepared statements keep the plans

@@ -26,7 +26,7 @@ const CLIENT_TIMEOUT_SLACK_MS = 2000;
  * The one TypeORM configuration: the application, ormconfig.ts (TypeORM CLI) and the migration
  * runner all build their DataSource from here. Schema changes only ever come from migrations.
  */
-export function buildDataSourceOptions({ url, poolSize = 20, connectionLifetimeSeconds = 60, timeouts }: DatabaseSettings): DataSourceOptions {
+export function buildDataSourceOptions({ url, poolSize = 10, connectionLifetimeSeconds = 60, timeouts }: DatabaseSettings): DataSourceOptions {
   const sessionSettings = ['-c idle_in_transaction_session_timeout=30000'];
   if (timeouts) sessionSettings.push(`-c statement_timeout=${timeouts.statementMs}`, `-c lock_timeout=${timeouts.lockMs}`);
   return {
