@@ -295,7 +295,8 @@ export class Database implements Db {
   /**
    * A pooled client that listens for its connection's errors while checked out: pg-pool listens only
    * while a client is idle, and an 'error' event nobody listens to ends the process (the query in
-   * flight fails by itself). `release` gives the client back, or discards it if it failed, was lost or is due to retire.
+   * flight fails by itself). `release` gives the client back, or discards it if it failed, was lost or
+   * is due to retire.
    */
   private async checkout(): Promise<{ client: PoolClient; release: (failure?: Error) => void }> {
     const client = await this.pool.connect();
