@@ -2,6 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { PinoLogger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
+import { useLeanAsyncResourceBind } from './common/async-resource-bind';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
 import { answerClientError, answerFrameworkError } from './common/http-layer-errors';
 import { registerJsonBodyParser } from './common/json-body-parser';
@@ -37,6 +38,7 @@ const DEFAULT_CSP = {
  */
 export async function createApp(options: AppModuleOptions): Promise<NestFastifyApplication> {
   const { config } = options;
+  useLeanAsyncResourceBind();
   const adapter = new FastifyAdapter({
     bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: requestIdFor,

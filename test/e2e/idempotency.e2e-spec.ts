@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { Client } from 'pg';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
@@ -263,6 +264,25 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
       } finally {
         await hold.remove();
       }
+    });
+  });
+
+  describe('per request', () => {
+    it("binds the interceptor's async context without Node 20's deprecated accessor, which kept each request's objects alive to the next full collection", async () => {
+      const appBind = AsyncResource.bind;
+      const bound: unknown[] = [];
+      AsyncResource.bind = ((...args: Parameters<typeof appBind>) => {
+        const fn = appBind(...args);
+        bound.push(fn);
+        return fn;
+      }) as typeof appBind;
+      try {
+        expect((await postDocument(t.app, acme.key, documentBody(acme.source))).statusCode).toBe(201);
+      } finally {
+        AsyncResource.bind = appBind;
+      }
+      expect(bound.length).toBeGreaterThan(0);
+      for (const fn of bound) expect(fn).not.toHaveProperty('asyncResource');
     });
   });
 
