@@ -75,4 +75,5 @@ EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health/live', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
-CMD ["node", "dist/main.js"]
+# A larger young generation: see README, Performance (fewer scavenges per create).
+CMD ["node", "--max-semi-space-size=64", "dist/main.js"]
