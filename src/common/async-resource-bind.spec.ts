@@ -12,8 +12,11 @@ function promotedByDroppedBindings(lean: boolean): number {
     const { AsyncResource } = require('node:async_hooks');
     const { getHeapSpaceStatistics } = require('node:v8');
     if (${lean}) require('./src/common/async-resource-bind').useLeanAsyncResourceBind();
-    const oldGeneration = () => getHeapSpaceStatistics().filter((s) => s.space_name !== 'new_space').reduce((sum, s) => sum + s.space_used_size, 0);
+    const oldGeneration = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_used_size;
+    // Whatever is young now is promoted by the collections below too: promote it before counting.
     gc({ type: 'major' });
+    gc({ type: 'minor' });
+    gc({ type: 'minor' });
     const before = oldGeneration();
     for (let i = 0; i < 1000; i++) {
       const payload = 'x'.repeat(4096) + i;
@@ -23,7 +26,8 @@ function promotedByDroppedBindings(lean: boolean): number {
     gc({ type: 'minor' });
     process.stdout.write(String((oldGeneration() - before) / 1e6));`;
   const flags = ['--expose-gc', '--no-concurrent-sweeping', '-r', 'ts-node/register/transpile-only'];
-  return Number(execFileSync(process.execPath, [...flags, '-e', script], { cwd: join(__dirname, '../..'), encoding: 'utf8' }));
+  const env = { ...process.env, NODE_OPTIONS: '' };
+  return Number(execFileSync(process.execPath, [...flags, '-e', script], { cwd: join(__dirname, '../..'), env, encoding: 'utf8' }));
 }
 
 describe('AsyncResource.bind without the deprecated accessor', () => {
@@ -34,9 +38,14 @@ describe('AsyncResource.bind without the deprecated accessor', () => {
   });
 
   it("lets a dropped bound function's closure die young, where Node 20's own keeps it to the next full collection", () => {
-    // The bound functions reach 4 MB: Node's bind promotes about 3.3 MB of it, the lean one under 1 MB in all.
-    expect(promotedByDroppedBindings(false)).toBeGreaterThan(2.5);
-    expect(promotedByDroppedBindings(true)).toBeLessThan(1.5);
+    // Node's accessor pins the closure only where util.deprecate sets the wrapper's prototype to the
+    // accessor (Node 20; later versions changed that, nodejs/node#58218, and dropped the accessor).
+    const accessor = Object.getOwnPropertyDescriptor(nodeBind(() => undefined), 'asyncResource')?.get;
+    const nodePinsClosures = accessor !== undefined && Object.getPrototypeOf(accessor) !== Function.prototype;
+
+    // The bound functions reach 4 MB: Node 20's bind promotes about 2.9 MB of it, the lean one about 0.05 MB.
+    if (nodePinsClosures) expect(promotedByDroppedBindings(false)).toBeGreaterThan(2);
+    expect(promotedByDroppedBindings(true)).toBeLessThan(0.5);
   });
 
   it('runs the function in the async context it was bound in, with its arguments, `this` and result', async () => {

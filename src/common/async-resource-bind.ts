@@ -10,7 +10,8 @@ const nodeBind = AsyncResource.bind;
  * young collection until the next full one. Nest binds twice per request on each route with an
  * interceptor (the idempotent POSTs), so each such request's objects were promoted whole: at 800
  * creates/s 1.6 MB per scavenge (0.7 MB without it), scavenges of 4.2 ms (2.7 ms), and 12–15 % more of
- * the process's CPU per create. Node later dropped the accessor (nodejs/node#58618).
+ * the process's CPU per create. Later Node versions stopped util.deprecate from setting that prototype
+ * (nodejs/node#58218) and dropped the accessor (nodejs/node#58618).
  */
 const bind = function (fn: (...args: unknown[]) => unknown, type?: string, thisArg?: unknown) {
   // Node's own checks and errors for what is not a function.
