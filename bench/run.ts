@@ -17,6 +17,7 @@ import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgr
 import { removeDataDir } from '../src/database/embedded-postgres-layout';
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { documentBody } from '../test/support/factories';
+import { GATEWAY_NODE_ARGS } from '../test/support/processes';
 import { runPushScenario } from './push';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
@@ -31,8 +32,7 @@ async function main(): Promise<void> {
   const embedded = dataDir ? await startEmbeddedPostgres({ dataDir }) : undefined;
   const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
   const port = await freePort();
-  // The young generation `npm start` gives it (see README, Performance).
-  const gateway = spawn(process.execPath, ['--max-semi-space-size=64', join(__dirname, '..', 'dist', 'main.js')], {
+  const gateway = spawn(process.execPath, GATEWAY_NODE_ARGS, {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

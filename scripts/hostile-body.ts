@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import { documentBody } from '../test/support/factories';
+import { GATEWAY_NODE_ARGS } from '../test/support/processes';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const ADMIN_TOKEN = 'hostile-admin-token-0123456789';
@@ -64,8 +65,7 @@ async function main(): Promise<void> {
   const dataDir = process.env.DATABASE_URL ? undefined : await mkdtemp(join(tmpdir(), 'gateway-hostile-'));
   const embedded = dataDir ? await startEmbeddedPostgres({ dataDir }) : undefined;
   const port = await freePort();
-  // The young generation `npm start` gives it (see README, Performance).
-  const gateway = spawn(process.execPath, ['--max-semi-space-size=64', join(__dirname, '..', 'dist', 'main.js')], {
+  const gateway = spawn(process.execPath, GATEWAY_NODE_ARGS, {
     env: {
       ...process.env,
       DATABASE_URL: process.env.DATABASE_URL ?? embedded!.url,

@@ -14,40 +14,44 @@ const ENDPOINTS_LOCK_NAMESPACE = 7_340_216;
  * As before, the endpoints lock is taken shared, when the source has a matching endpoint, in a statement
  * of its own before the endpoints are read for the deliveries (see OutboundEndpointLockNotForeignKey).
  */
-const ENQUEUE_PER_ROW = `CREATE FUNCTION "enqueue_outbound_delivery"() RETURNS trigger LANGUAGE plpgsql AS $$
+/**
+ * A feed trigger function: `lock` takes the endpoints lock shared, finding a row only when the source has
+ * a matching endpoint; `insert` writes the deliveries; the flag tells Database.onCommitFlag there are some.
+ */
+const enqueueFunction = (name: string, lock: string, insert: string) => `CREATE FUNCTION "${name}"() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        PERFORM pg_advisory_xact_lock_shared(${ENDPOINTS_LOCK_NAMESPACE}, hashtext(NEW.source))
-          WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.source = NEW.source AND w.enabled AND NEW.type = ANY (w.event_types));
+        ${lock};
         IF NOT FOUND THEN
           RETURN NULL;
         END IF;
-        INSERT INTO outbound_deliveries (endpoint_id, event_id, source, event_type)
-        SELECT w.id, NEW.id, NEW.source, NEW.type
-          FROM webhook_endpoints w
-         WHERE w.source = NEW.source AND w.enabled AND NEW.type = ANY (w.event_types);
+        ${insert};
         IF FOUND THEN
           PERFORM set_config('outbound.enqueued', 'on', true);
         END IF;
         RETURN NULL;
       END $$`;
 
-const ENQUEUE_PER_STATEMENT = `CREATE FUNCTION "enqueue_outbound_deliveries"() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        PERFORM pg_advisory_xact_lock_shared(${ENDPOINTS_LOCK_NAMESPACE}, hashtext(s.source))
+const ENQUEUE_PER_ROW = enqueueFunction(
+  'enqueue_outbound_delivery',
+  `PERFORM pg_advisory_xact_lock_shared(${ENDPOINTS_LOCK_NAMESPACE}, hashtext(NEW.source))
+          WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.source = NEW.source AND w.enabled AND NEW.type = ANY (w.event_types))`,
+  `INSERT INTO outbound_deliveries (endpoint_id, event_id, source, event_type)
+        SELECT w.id, NEW.id, NEW.source, NEW.type
+          FROM webhook_endpoints w
+         WHERE w.source = NEW.source AND w.enabled AND NEW.type = ANY (w.event_types)`,
+);
+
+/** The function as OutboundEndpointLockNotForeignKey left it, for `down`. */
+const ENQUEUE_PER_STATEMENT = enqueueFunction(
+  'enqueue_outbound_deliveries',
+  `PERFORM pg_advisory_xact_lock_shared(${ENDPOINTS_LOCK_NAMESPACE}, hashtext(s.source))
           FROM (SELECT DISTINCT e.source FROM appended_events e
-                 WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.source = e.source AND w.enabled AND e.type = ANY (w.event_types))) s;
-        IF NOT FOUND THEN
-          RETURN NULL;
-        END IF;
-        INSERT INTO outbound_deliveries (endpoint_id, event_id, source, event_type)
+                 WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.source = e.source AND w.enabled AND e.type = ANY (w.event_types))) s`,
+  `INSERT INTO outbound_deliveries (endpoint_id, event_id, source, event_type)
         SELECT w.id, e.id, e.source, e.type
           FROM appended_events e
-          JOIN webhook_endpoints w ON w.source = e.source AND w.enabled AND e.type = ANY (w.event_types);
-        IF FOUND THEN
-          PERFORM set_config('outbound.enqueued', 'on', true);
-        END IF;
-        RETURN NULL;
-      END $$`;
+          JOIN webhook_endpoints w ON w.source = e.source AND w.enabled AND e.type = ANY (w.event_types)`,
+);
 
 const TRIGGER = 'trg_document_events_outbound_deliveries';
 
