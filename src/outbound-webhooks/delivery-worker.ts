@@ -10,6 +10,7 @@ import { Database, statement } from '../database/database';
 import type { DocumentEventView } from '../documents/document-events.service';
 import { DeliveryRecorder, RecordedAttempt } from './delivery-recorder';
 import { AttemptResult, DeliverySender } from './delivery-sender';
+import { EventLoopLoad } from './event-loop-load';
 import { AttemptOutcome, OutboundMetrics } from './outbound-metrics';
 import { signedHeaders } from './signing';
 
@@ -19,12 +20,24 @@ const ENQUEUED_FLAG = 'outbound.enqueued';
 
 /** The shortest time between two claim rounds while work keeps arriving (an idle instance claims at once). */
 const CLAIM_INTERVAL_MS = 25;
+/**
+ * While this instance's event loop is saturated, a delivery waits until it has been due this long: the
+ * requests of a burst are answered first and the deliveries they caused follow it, or go at once to an
+ * instance with time to spare (every instance hears of them by NOTIFY). Under load that does not end,
+ * each first attempt still starts within a second of its commit.
+ */
+const BUSY_DEFERRAL_SECONDS = 0.75;
+/** While deliveries are held back, how often the instance looks again for those old enough or for time to spare. */
+const BUSY_RECHECK_MS = 100;
+/** At most this many attempts' worth of deliveries per endpoint slot are claimed ahead (see the constructor). */
+const MAX_PREFETCH_ROUNDS = 3;
 /** How long a stopping instance lets running attempts finish before it aborts and releases them. */
 const SHUTDOWN_GRACE_MS = 3000;
 
 /**
- * Leases up to $1 due deliveries, oldest first, for $2 seconds, to instance $4: per enabled endpoint at
- * most its free slots here, $5 less what this instance runs or holds for it ($3 endpoints, $6 counts).
+ * Leases up to $1 deliveries due for at least $7 seconds, oldest first, for $2 seconds, to instance $4: per
+ * enabled endpoint at most its free slots here, $5 less what this instance runs or holds for it ($3
+ * endpoints, $6 counts).
  * An endpoint without a free slot is not read at all, however long its backlog (one index probe per
  * enabled endpoint otherwise). SKIP LOCKED passes over what a concurrent claim is taking.
  */
@@ -36,7 +49,7 @@ const CLAIM = statement(
        LEFT JOIN unnest($3::uuid[], $6::int[]) AS busy(endpoint_id, running) ON busy.endpoint_id = w.id
        CROSS JOIN LATERAL (
          SELECT d.id, d.next_attempt_at FROM outbound_deliveries d
-          WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= now()
+          WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= now() - make_interval(secs => $7)
             AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
           ORDER BY d.next_attempt_at
           LIMIT $5::int - COALESCE(busy.running, 0)
@@ -99,9 +112,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private listener: Client | null = null;
   private pumping = false;
   private pumpTimer: NodeJS.Timeout | null = null;
-  private lastClaimAt = -Infinity;
+  /** performance.now() before which no claim round starts unless an endpoint needs one (see wake). */
+  private nextClaimAt = -Infinity;
+  /** Set when deliveries were committed since the last round that could claim everything due. */
+  private newWork = false;
   private pumped: Promise<void> = Promise.resolve();
-  private wakeAgain = false;
+  /** A wake-up that came during a claim round: another round after it, at once or after the interval. */
+  private wakeAgain: 'now' | 'soon' | null = null;
   private stopping = false;
   /** Set while a NOTIFY waits to tell the other instances of the commits since the first of them. */
   private notifyTimer: NodeJS.Timeout | null = null;
@@ -111,6 +128,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     private readonly db: Database,
     private readonly config: AppConfig,
     private readonly metrics: OutboundMetrics,
+    private readonly load: EventLoopLoad,
   ) {
     this.schedule = parseRetrySchedule(config.OUTBOUND_WEBHOOKS_RETRY_SCHEDULE);
     this.sender = new DeliverySender({
@@ -118,10 +136,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       connectionsPerEndpoint: config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY,
       allowPrivate: config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE,
     });
-    // A claimed delivery waiting for a slot must still start and finish within its lease: it waits at most
-    // one attempt (the slot it waits for), then takes at most one more. Without that margin, no prefetch.
+    // A claimed delivery waiting for a slot must still start and finish within its lease: with `rounds`
+    // deliveries per slot claimed ahead, it waits for at most that many attempts, then takes one more.
     const attemptSeconds = config.OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS;
-    this.prefetch = config.OUTBOUND_WEBHOOKS_LEASE_SECONDS >= 2 * attemptSeconds + 5 ? config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY : 0;
+    const rounds = Math.min(MAX_PREFETCH_ROUNDS, Math.floor((config.OUTBOUND_WEBHOOKS_LEASE_SECONDS - 5) / attemptSeconds) - 1);
+    this.prefetch = Math.max(0, rounds) * config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY;
     this.recorder = new DeliveryRecorder(db, this.instance, (attempts) => this.recorded(attempts));
     db.onCommitFlag(ENQUEUED_FLAG, () => this.announce());
   }
@@ -131,7 +150,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
    * one NOTIFY, sent outside any request's transaction, wakes the others to share the work.
    */
   announce(): void {
-    this.wake();
+    this.heardOfWork();
     if (this.stopping || this.notifyTimer) return;
     // One NOTIFY for the commits of the next CLAIM_INTERVAL_MS: the others claim no more often than that.
     this.notifyTimer = setTimeout(() => {
@@ -175,17 +194,23 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   }
 
   /**
-   * Starts a claim round now if the last one began at least CLAIM_INTERVAL_MS ago, else when it has, or
-   * right after the one in progress: an idle instance answers a NOTIFY at once, a busy one claims each
-   * batch in one statement rather than a statement per commit it hears about.
+   * Starts a claim round now, or at `nextClaimAt` if that is later, or right after the one in progress:
+   * an idle instance answers a NOTIFY at once, a busy one claims each batch in one statement rather than
+   * a statement per commit it hears about. `now`: without waiting for
+   * the interval (an endpoint has run out of deliveries claimed ahead).
    */
-  wake(): void {
+  wake(now = false): void {
     if (this.stopping) return;
-    if (this.pumping || this.pumpTimer) {
-      this.wakeAgain = true;
+    if (this.pumping) {
+      if (this.wakeAgain !== 'now') this.wakeAgain = now ? 'now' : 'soon';
       return;
     }
-    const wait = this.lastClaimAt + CLAIM_INTERVAL_MS - performance.now();
+    if (this.pumpTimer) {
+      if (!now) return;
+      clearTimeout(this.pumpTimer);
+      this.pumpTimer = null;
+    }
+    const wait = now ? 0 : this.nextClaimAt - performance.now();
     if (wait > 0) {
       this.pumpTimer = setTimeout(() => {
         this.pumpTimer = null;
@@ -196,18 +221,22 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     this.startPump();
   }
 
+  private heardOfWork(): void {
+    this.newWork = true;
+    this.wake();
+  }
+
   private startPump(): void {
     if (this.stopping) return;
     this.pumping = true;
-    this.wakeAgain = false;
+    this.wakeAgain = null;
     this.pumped = this.pump()
       .catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code, error: (error as Error).name }, 'Claiming push deliveries failed; will retry'))
       .finally(() => {
         this.pumping = false;
-        if (this.wakeAgain) {
-          this.wakeAgain = false;
-          this.wake();
-        }
+        const again = this.wakeAgain;
+        this.wakeAgain = null;
+        if (again) this.wake(again === 'now');
       });
   }
 
@@ -216,9 +245,22 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       const free = this.config.OUTBOUND_WEBHOOKS_CONCURRENCY + this.prefetch - this.running.size - this.queuedCount;
       if (this.stopping || free <= 0) return;
       const startedAt = performance.now();
-      const claimed = await this.claim(free);
-      // Only a round that found work delays the next one: an idle instance keeps answering at once.
-      if (claimed.length > 0) this.lastClaimAt = startedAt;
+      const busy = this.load.busy();
+      // Cleared before the claim is sent: a commit heard of while it runs counts for the next round.
+      const heard = this.newWork;
+      this.newWork = false;
+      const claimed = await this.claim(free, busy ? BUSY_DEFERRAL_SECONDS : 0);
+      // More may be due than this round took: it took a full batch, or held back what was too young.
+      if (claimed.length === free || (busy && heard)) this.newWork = true;
+      // Only a round that found work delays the next one, by CLAIM_INTERVAL_MS: an idle instance keeps
+      // answering at once. One that may have held deliveries back comes again after BUSY_RECHECK_MS, even
+      // if no commit wakes it meanwhile (retries are left to their timers and the poll).
+      if (busy) {
+        this.nextClaimAt = startedAt + BUSY_RECHECK_MS;
+        if (this.newWork) this.wakeAgain ??= 'soon';
+      } else if (claimed.length > 0) {
+        this.nextClaimAt = startedAt + CLAIM_INTERVAL_MS;
+      }
       if (this.stopping) {
         if (claimed.length > 0) await this.release(claimed.map((delivery) => delivery.id));
         return;
@@ -230,11 +272,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   }
 
   /**
-   * Leases up to `limit` due deliveries in one statement, at most as many per endpoint as it has free
-   * slots here (OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY plus the prefetch, less what it has claimed), so
-   * what is claimed starts well within its lease.
+   * Leases up to `limit` deliveries due for at least `minAgeSeconds` in one statement, at most as many per
+   * endpoint as it has free slots here (OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY plus the prefetch, less what
+   * it has claimed), so what is claimed starts well within its lease.
    */
-  private async claim(limit: number): Promise<ClaimedDelivery[]> {
+  private async claim(limit: number, minAgeSeconds: number): Promise<ClaimedDelivery[]> {
     const busy = [...this.perEndpoint.keys(), ...this.queued.keys()]
       .filter((id, index, ids) => ids.indexOf(id) === index)
       .map((id) => [id, (this.perEndpoint.get(id) ?? 0) + (this.queued.get(id)?.length ?? 0)] as const);
@@ -246,6 +288,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       this.instance,
       this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY + this.prefetch,
       busy.map(([, running]) => running),
+      minAgeSeconds,
     ]);
     return rows.map((row) => ({
       id: row.id,
@@ -289,8 +332,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       const left = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
       if (left > 0) this.perEndpoint.set(delivery.endpoint_id, left);
       else this.perEndpoint.delete(delivery.endpoint_id);
-      this.launchQueued();
-      this.wake();
+      // An endpoint that has started every delivery claimed ahead for it may have more due: claim now.
+      this.wake(this.launchQueued());
     });
     this.running.set(delivery.id, run);
   }
@@ -298,10 +341,12 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   /**
    * Starts waiting deliveries that have a slot now. One that waited so long that its attempt might outlast
    * its lease is released instead (it should not happen, the prefetch being sized for the lease), so that
-   * another instance can never attempt it at the same time.
+   * another instance can never attempt it at the same time. True when an endpoint's last waiting delivery
+   * started: it had more due than it could claim, so it may have more now.
    */
-  private launchQueued(): void {
-    if (this.stopping) return;
+  private launchQueued(): boolean {
+    if (this.stopping) return false;
+    let drained = false;
     const latestStart = performance.now() - (this.config.OUTBOUND_WEBHOOKS_LEASE_SECONDS - this.config.OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS - 2) * 1000;
     const late: string[] = [];
     for (const [endpointId, queue] of this.queued) {
@@ -311,11 +356,15 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
         if (delivery.claimedAt < latestStart) late.push(delivery.id);
         else this.launch(delivery);
       }
-      if (queue.length === 0) this.queued.delete(endpointId);
+      if (queue.length === 0) {
+        this.queued.delete(endpointId);
+        drained = true;
+      }
     }
     if (late.length > 0) {
       this.release(late).catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code }, 'Releasing push deliveries failed; they are retried after their lease'));
     }
+    return drained;
   }
 
   /** Sends one message; its outcome is recorded with others by the recorder, still under this instance's lease. */
@@ -387,7 +436,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     };
     client.on('error', reconnect);
     client.on('end', reconnect);
-    client.on('notification', ({ payload }) => payload !== this.instance && this.wake());
+    client.on('notification', ({ payload }) => payload !== this.instance && this.heardOfWork());
     this.listener = client;
     try {
       await client.connect();

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { MetricsModule } from '../metrics/metrics.module';
 import { DeliveryWorker } from './delivery-worker';
+import { EventLoopLoad } from './event-loop-load';
 import { OutboundDeliveriesService } from './outbound-deliveries.service';
 import { OutboundMetrics } from './outbound-metrics';
 import { WebhookEndpointsController } from './webhook-endpoints.controller';
@@ -10,7 +11,7 @@ import { WebhookEndpointsService } from './webhook-endpoints.service';
 @Module({
   imports: [MetricsModule],
   controllers: [WebhookEndpointsController],
-  providers: [WebhookEndpointsService, OutboundDeliveriesService, OutboundMetrics, DeliveryWorker],
+  providers: [WebhookEndpointsService, OutboundDeliveriesService, OutboundMetrics, EventLoopLoad, DeliveryWorker],
   exports: [WebhookEndpointsService, OutboundDeliveriesService],
 })
 export class OutboundWebhooksModule {}

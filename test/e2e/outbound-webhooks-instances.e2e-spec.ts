@@ -93,7 +93,8 @@ describe('push notifications across instances', () => {
   });
 
   it("claims ahead only as much as an endpoint's slots allow, and releases what waits for a slot on shutdown", async () => {
-    // 2 slots per endpoint, and a lease long enough for one attempt's wait and its own: 2 more are claimed ahead.
+    // 2 slots per endpoint, and a lease long enough for two attempts' wait and its own: 2 × 2 more are
+    // claimed ahead, and the other 2 of 8 are left for another instance.
     const env = { ...ENV, OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY: '2', OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' };
     const leaving = await startTestApp({ env });
     const { databaseUrl } = leaving;
@@ -104,31 +105,31 @@ describe('push notifications across instances', () => {
         .inject({ method: 'POST', url, headers: { 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() }, payload: body as object })
         .then((res) => ({ status: res.statusCode, body: res.json() }));
     const endpoint = await registerEndpoint(post, key.key, receiver.url);
-    for (let i = 0; i < 6; i += 1) expect((await post('/api/v1/documents', documentBody(key.source), key.key)).status).toBe(201);
+    for (let i = 0; i < 8; i += 1) expect((await post('/api/v1/documents', documentBody(key.source), key.key)).status).toBe(201);
 
     const db = new Client({ connectionString: databaseUrl });
     await db.connect();
     const leased = async () =>
       (await db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND leased_by IS NOT NULL`, [endpoint.id])).rows[0].n;
     try {
-      await waitFor(async () => receiver.messages.length === 2 && (await leased()) === 4, 'two attempts in flight and two claimed ahead');
+      await waitFor(async () => receiver.messages.length === 2 && (await leased()) === 6, 'two attempts in flight and four claimed ahead');
       expect(receiver.messages).toHaveLength(2);
 
       await leaving.app.close();
       const rows = (await db.query(`SELECT status, leased_by, attempts FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows;
-      expect(rows).toEqual(Array(6).fill({ status: 'pending', leased_by: null, attempts: 0 }));
+      expect(rows).toEqual(Array(8).fill({ status: 'pending', leased_by: null, attempts: 0 }));
 
       receiver.respond = () => ({ status: 200 });
       const next = await startTestApp({ env, databaseUrl });
       try {
         await waitFor(
-          async () => (await db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND status = 'succeeded'`, [endpoint.id])).rows[0].n === 6,
-          'all six delivered',
+          async () => (await db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND status = 'succeeded'`, [endpoint.id])).rows[0].n === 8,
+          'all eight delivered',
           30000,
         );
         const ids = receiver.messages.slice(2).map((m) => m.headers['webhook-id']);
-        expect(new Set(ids).size).toBe(6);
-        expect(ids).toHaveLength(6);
+        expect(new Set(ids).size).toBe(8);
+        expect(ids).toHaveLength(8);
       } finally {
         await next.close();
       }
@@ -154,8 +155,8 @@ describe('push notifications across instances', () => {
       for (let i = 0; i < 8; i += 1) expect((await post('/api/v1/documents', documentBody(stuckKey.source), stuckKey.key)).status).toBe(201);
       const leased = async (endpointId: string) =>
         (await gateway.db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND leased_by IS NOT NULL`, [endpointId])).rows[0].n;
-      // Two attempts hang and two more wait here for their slots: the other four stay in the database.
-      await waitFor(async () => receiver.messages.length === 2 && (await leased(stuck.id)) === 4, 'the stuck endpoint saturated');
+      // Two attempts hang and 2 × 2 more wait here for their slots: the other two stay in the database.
+      await waitFor(async () => receiver.messages.length === 2 && (await leased(stuck.id)) === 6, 'the stuck endpoint saturated');
 
       const otherKey = await newSourceWithKey(gateway.app);
       const other = await registerEndpoint(post, otherKey.key, healthy.url);
@@ -166,7 +167,7 @@ describe('push notifications across instances', () => {
 
       expect(healthy.messages).toHaveLength(3);
       expect(receiver.messages).toHaveLength(2);
-      expect(await leased(stuck.id)).toBe(4);
+      expect(await leased(stuck.id)).toBe(6);
     } finally {
       await healthy.stop();
       await gateway.close();

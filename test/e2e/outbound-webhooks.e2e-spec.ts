@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories';
 import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.service';
+import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load';
 import { holdInsert } from '../support/database';
 import { waitFor } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
@@ -236,6 +237,31 @@ describe('push notifications (CONTRACT §2.6)', () => {
       expect(metrics).toMatch(/^outbound_webhook_oldest_due_age_seconds [\d.]+$/m);
       const [attempt] = (await t.db.query('SELECT * FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1 LIMIT 1', [endpoint.id])).rows;
       expect(attempt).toMatchObject({ response_status: 204, error: null, duration_ms: expect.any(Number) });
+    });
+
+    it('holds a delivery back while the instance is saturated, until it has been due for 0.75 s, and not otherwise', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver();
+      await register(source, hook.url, { eventTypes: ['document.created'] });
+      const saturated = jest.spyOn(t.app.get(EventLoopLoad), 'busy').mockReturnValue(true);
+      try {
+        // A claim round that began before the spy (the poll's, say) could still find the delivery.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const sentAt = Date.now();
+        await createDocument(source);
+        await waitFor(async () => hook.messages.length === 1, 'the held-back delivery');
+        // Due from the create's transaction on, which began after sentAt. No commit wakes the worker
+        // meanwhile: it looks again by itself, well before the 10 s poll.
+        expect(hook.messages[0].receivedAt - sentAt).toBeGreaterThanOrEqual(750);
+        expect(hook.messages[0].receivedAt - sentAt).toBeLessThan(3000);
+      } finally {
+        saturated.mockRestore();
+      }
+
+      const sentAt = Date.now();
+      await createDocument(source);
+      await waitFor(async () => hook.messages.length === 2, 'the next delivery');
+      expect(hook.messages[1].receivedAt - sentAt).toBeLessThan(750);
     });
 
     it('sends only the subscribed event types, and nothing of another source', async () => {
