@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { freePort } from '../../src/database/embedded-postgres';
+import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { documentBody, newIdempotencyKey, newSourceWithKey } from '../support/factories';
 import { Spawned, startGateway, waitFor } from '../support/processes';
@@ -201,6 +202,37 @@ describe('push notifications across instances', () => {
       } finally {
         await listener.end();
         await t.close();
+      }
+    });
+
+    it('leaves the deliveries of a saturated instance to one with time to spare, which it tells at once', async () => {
+      const env = { ...ENV, OUTBOUND_WEBHOOKS_POLL_SECONDS: '10' };
+      const saturated = await startTestApp({ env });
+      const idle = await startTestApp({ env, databaseUrl: saturated.databaseUrl });
+      const busy = jest.spyOn(saturated.app.get(EventLoopLoad), 'busy').mockReturnValue(true);
+      try {
+        const key = await newSourceWithKey(saturated.app);
+        await registerEndpoint(injectPost(saturated), key.key, receiver.url);
+        // Claim rounds that began before the spy are over, and the idle instance is listening.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        for (let i = 1; i <= 3; i += 1) {
+          const sentAt = Date.now();
+          const created = await injectPost(saturated)('/api/v1/documents', documentBody(key.source), key.key);
+          expect(created.status).toBe(201);
+          await waitFor(async () => receiver.messages.length === i, `delivery ${i}`);
+          // Sooner than the saturated instance would take it (0.75 s after it was due), and it is not the
+          // poll's doing: three in a row, each this soon.
+          expect(receiver.messages[i - 1].receivedAt - sentAt).toBeLessThan(750);
+        }
+        // Each instance counts the attempts it made.
+        const succeeded = async (t: TestApp) =>
+          /^outbound_webhook_attempts_total\{outcome="succeeded"\} (\d+)$/m.exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1] ?? '0';
+        await waitFor(async () => (await succeeded(idle)) === '3', 'the idle instance to record its three attempts');
+        expect(await succeeded(saturated)).toBe('0');
+      } finally {
+        busy.mockRestore();
+        await idle.close();
+        await saturated.close();
       }
     });
 
