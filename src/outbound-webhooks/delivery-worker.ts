@@ -23,11 +23,11 @@ const CLAIM_INTERVAL_MS = 25;
 /**
  * While this instance's event loop is saturated, a delivery waits until it has been due this long: the
  * requests of a burst are answered first and the deliveries they caused follow it, or go at once to an
- * instance with time to spare (every instance hears of them by NOTIFY). Under load that does not end,
- * each first attempt still starts within a second of its commit.
+ * instance with time to spare (every instance hears of them by NOTIFY). Under load that does not end, a
+ * first attempt still starts within about a second of its commit, unless its endpoint's slots are the limit.
  */
 const BUSY_DEFERRAL_SECONDS = 0.75;
-/** While deliveries are held back, how often the instance looks again for those old enough or for time to spare. */
+/** While deliveries are held back, how often the instance looks again (for those old enough, or for time to spare). */
 const BUSY_RECHECK_MS = 100;
 /** At most this many attempts' worth of deliveries per endpoint slot are claimed ahead (see the constructor). */
 const MAX_PREFETCH_ROUNDS = 3;
@@ -37,33 +37,45 @@ const SHUTDOWN_GRACE_MS = 3000;
 /**
  * Leases up to $1 deliveries due for at least $7 seconds, oldest first, for $2 seconds, to instance $4: per
  * enabled endpoint at most its free slots here, $5 less what this instance runs or holds for it ($3
- * endpoints, $6 counts).
- * An endpoint without a free slot is not read at all, however long its backlog (one index probe per
- * enabled endpoint otherwise). SKIP LOCKED passes over what a concurrent claim is taking.
+ * endpoints, $6 counts). An endpoint without a free slot is not read at all, however long its backlog
+ * (one index probe per enabled endpoint otherwise). SKIP LOCKED passes over what a concurrent claim is
+ * taking. One row per delivery, each with `held_back`: when $7 > 0, whether an endpoint with a free slot
+ * has deliveries due but not yet for $7 seconds; a single row with a null id when none is leased.
  */
 const CLAIM = statement(
   'outbound-claim',
-  `WITH due AS (
-     SELECT c.id
+  `WITH free AS (
+     SELECT w.id, $5::int - COALESCE(busy.running, 0) AS slots
        FROM webhook_endpoints w
        LEFT JOIN unnest($3::uuid[], $6::int[]) AS busy(endpoint_id, running) ON busy.endpoint_id = w.id
+      WHERE w.enabled AND COALESCE(busy.running, 0) < $5::int),
+   due AS (
+     SELECT c.id
+       FROM free
        CROSS JOIN LATERAL (
          SELECT d.id, d.next_attempt_at FROM outbound_deliveries d
-          WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= now() - make_interval(secs => $7)
+          WHERE d.endpoint_id = free.id AND d.status = 'pending' AND d.next_attempt_at <= now() - make_interval(secs => $7)
             AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
           ORDER BY d.next_attempt_at
-          LIMIT $5::int - COALESCE(busy.running, 0)
+          LIMIT free.slots
           FOR UPDATE OF d SKIP LOCKED) c
-      WHERE w.enabled AND COALESCE(busy.running, 0) < $5::int
       ORDER BY c.next_attempt_at
-      LIMIT $1)
-   UPDATE outbound_deliveries d
-      SET lease_expires_at = now() + make_interval(secs => $2), leased_by = $4
-     FROM due, webhook_endpoints w, document_events e
-    WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
-   RETURNING d.id, d.endpoint_id, d.retry_step, w.url, w.secret,
-             CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret,
-             e.id AS event_id, e.type, e.document_id, e.status, e.previous_status, e.created_at`,
+      LIMIT $1),
+   leased AS (
+     UPDATE outbound_deliveries d
+        SET lease_expires_at = now() + make_interval(secs => $2), leased_by = $4
+       FROM due, webhook_endpoints w, document_events e
+      WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
+     RETURNING d.id, d.endpoint_id, d.retry_step, w.url, w.secret,
+               CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret,
+               e.id AS event_id, e.type, e.document_id, e.status, e.previous_status, e.created_at),
+   held AS (
+     SELECT $7 > 0 AND EXISTS (
+       SELECT 1 FROM free, outbound_deliveries d
+        WHERE d.endpoint_id = free.id AND d.status = 'pending'
+          AND d.next_attempt_at > now() - make_interval(secs => $7) AND d.next_attempt_at <= now()
+          AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())) AS held_back)
+   SELECT leased.*, held.held_back FROM held LEFT JOIN leased ON true`,
 );
 
 const RELEASE = statement(
@@ -114,8 +126,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private pumpTimer: NodeJS.Timeout | null = null;
   /** performance.now() before which no claim round starts unless an endpoint needs one (see wake). */
   private nextClaimAt = -Infinity;
-  /** Set when deliveries were committed since the last round that could claim everything due. */
-  private newWork = false;
+  /** Endpoints whose last claim took all it was allowed: they may have more due (see launchQueued). */
+  private readonly backlogged = new Set<string>();
   private pumped: Promise<void> = Promise.resolve();
   /** A wake-up that came during a claim round: another round after it, at once or after the interval. */
   private wakeAgain: 'now' | 'soon' | null = null;
@@ -150,7 +162,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
    * one NOTIFY, sent outside any request's transaction, wakes the others to share the work.
    */
   announce(): void {
-    this.heardOfWork();
+    this.wake();
     if (this.stopping || this.notifyTimer) return;
     // One NOTIFY for the commits of the next CLAIM_INTERVAL_MS: the others claim no more often than that.
     this.notifyTimer = setTimeout(() => {
@@ -196,8 +208,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   /**
    * Starts a claim round now, or at `nextClaimAt` if that is later, or right after the one in progress:
    * an idle instance answers a NOTIFY at once, a busy one claims each batch in one statement rather than
-   * a statement per commit it hears about. `now`: without waiting for
-   * the interval (an endpoint has run out of deliveries claimed ahead).
+   * a statement per commit it hears about. `now`: at once whatever the interval, for an endpoint that has
+   * run out of deliveries claimed ahead and may have more due.
    */
   wake(now = false): void {
     if (this.stopping) return;
@@ -221,11 +233,6 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     this.startPump();
   }
 
-  private heardOfWork(): void {
-    this.newWork = true;
-    this.wake();
-  }
-
   private startPump(): void {
     if (this.stopping) return;
     this.pumping = true;
@@ -245,19 +252,14 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       const free = this.config.OUTBOUND_WEBHOOKS_CONCURRENCY + this.prefetch - this.running.size - this.queuedCount;
       if (this.stopping || free <= 0) return;
       const startedAt = performance.now();
-      const busy = this.load.busy();
-      // Cleared before the claim is sent: a commit heard of while it runs counts for the next round.
-      const heard = this.newWork;
-      this.newWork = false;
-      const claimed = await this.claim(free, busy ? BUSY_DEFERRAL_SECONDS : 0);
-      // More may be due than this round took: it took a full batch, or held back what was too young.
-      if (claimed.length === free || (busy && heard)) this.newWork = true;
+      const saturated = this.load.busy();
+      const { claimed, heldBack } = await this.claim(free, saturated ? BUSY_DEFERRAL_SECONDS : 0);
       // Only a round that found work delays the next one, by CLAIM_INTERVAL_MS: an idle instance keeps
-      // answering at once. One that may have held deliveries back comes again after BUSY_RECHECK_MS, even
-      // if no commit wakes it meanwhile (retries are left to their timers and the poll).
-      if (busy) {
+      // answering at once. One that held deliveries back comes again after BUSY_RECHECK_MS, even if
+      // nothing wakes it meanwhile.
+      if (saturated) {
         this.nextClaimAt = startedAt + BUSY_RECHECK_MS;
-        if (this.newWork) this.wakeAgain ??= 'soon';
+        if (heldBack) this.wakeAgain ??= 'soon';
       } else if (claimed.length > 0) {
         this.nextClaimAt = startedAt + CLAIM_INTERVAL_MS;
       }
@@ -274,23 +276,27 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   /**
    * Leases up to `limit` deliveries due for at least `minAgeSeconds` in one statement, at most as many per
    * endpoint as it has free slots here (OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY plus the prefetch, less what
-   * it has claimed), so what is claimed starts well within its lease.
+   * it has claimed), so what is claimed starts well within its lease. `heldBack`: whether deliveries due
+   * for less than `minAgeSeconds` were left.
    */
-  private async claim(limit: number, minAgeSeconds: number): Promise<ClaimedDelivery[]> {
+  private async claim(limit: number, minAgeSeconds: number): Promise<{ claimed: ClaimedDelivery[]; heldBack: boolean }> {
     const busy = [...this.perEndpoint.keys(), ...this.queued.keys()]
       .filter((id, index, ids) => ids.indexOf(id) === index)
       .map((id) => [id, (this.perEndpoint.get(id) ?? 0) + (this.queued.get(id)?.length ?? 0)] as const);
     const claimedAt = performance.now();
-    const rows = await this.db.query<ClaimedRow>(CLAIM, [
+    const perEndpoint = this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY + this.prefetch;
+    const result = await this.db.query<ClaimedRow>(CLAIM, [
       limit,
       this.config.OUTBOUND_WEBHOOKS_LEASE_SECONDS,
       busy.map(([id]) => id),
       this.instance,
-      this.config.OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY + this.prefetch,
+      perEndpoint,
       busy.map(([, running]) => running),
       minAgeSeconds,
     ]);
-    return rows.map((row) => ({
+    const rows = result.filter((row) => row.id !== null);
+    this.noteBacklogs(rows, new Map(busy), perEndpoint);
+    const claimed = rows.map((row) => ({
       id: row.id,
       endpoint_id: row.endpoint_id,
       retry_step: row.retry_step,
@@ -307,6 +313,18 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       },
       claimedAt,
     }));
+    return { claimed, heldBack: result[0]?.held_back === true };
+  }
+
+  /** Which endpoints got all a claim allowed them (they may have more due), and which got less. */
+  private noteBacklogs(rows: ClaimedRow[], held: Map<string, number>, perEndpoint: number): void {
+    const counts = new Map<string, number>();
+    for (const row of rows) counts.set(row.endpoint_id, (counts.get(row.endpoint_id) ?? 0) + 1);
+    for (const endpointId of this.backlogged) if (!counts.has(endpointId) && (held.get(endpointId) ?? 0) < perEndpoint) this.backlogged.delete(endpointId);
+    for (const [endpointId, count] of counts) {
+      if (count >= perEndpoint - (held.get(endpointId) ?? 0)) this.backlogged.add(endpointId);
+      else this.backlogged.delete(endpointId);
+    }
   }
 
   /** Starts the attempt if the endpoint and the instance have a free slot, else queues it for the next one. */
@@ -332,7 +350,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       const left = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
       if (left > 0) this.perEndpoint.set(delivery.endpoint_id, left);
       else this.perEndpoint.delete(delivery.endpoint_id);
-      // An endpoint that has started every delivery claimed ahead for it may have more due: claim now.
+      // An endpoint that has started every delivery claimed ahead for it and may have more due claims now.
       this.wake(this.launchQueued());
     });
     this.running.set(delivery.id, run);
@@ -341,8 +359,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   /**
    * Starts waiting deliveries that have a slot now. One that waited so long that its attempt might outlast
    * its lease is released instead (it should not happen, the prefetch being sized for the lease), so that
-   * another instance can never attempt it at the same time. True when an endpoint's last waiting delivery
-   * started: it had more due than it could claim, so it may have more now.
+   * another instance can never attempt it at the same time. True when the last waiting delivery of an
+   * endpoint that may have more due (backlogged) started.
    */
   private launchQueued(): boolean {
     if (this.stopping) return false;
@@ -358,7 +376,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       }
       if (queue.length === 0) {
         this.queued.delete(endpointId);
-        drained = true;
+        if (this.backlogged.delete(endpointId)) drained = true;
       }
     }
     if (late.length > 0) {
@@ -436,7 +454,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     };
     client.on('error', reconnect);
     client.on('end', reconnect);
-    client.on('notification', ({ payload }) => payload !== this.instance && this.heardOfWork());
+    client.on('notification', ({ payload }) => payload !== this.instance && this.wake());
     this.listener = client;
     try {
       await client.connect();

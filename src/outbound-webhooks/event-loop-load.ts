@@ -4,11 +4,12 @@ import { performance } from 'node:perf_hooks';
 /** How often the event loop's utilisation is sampled: `busy` describes the last such window. */
 const WINDOW_MS = 50;
 /** The share of a window spent running code, not waiting for I/O, from which the loop counts as saturated. */
-export const BUSY_UTILIZATION = 0.9;
+const BUSY_UTILIZATION = 0.9;
 
 /**
  * Whether this instance's event loop was saturated in the last window, as it is while it answers a
- * burst of requests: work that can wait (push deliveries) asks before it takes more.
+ * burst of requests (or works through anything else at full speed): work that can wait (push
+ * deliveries) asks before it takes more.
  */
 @Injectable()
 export class EventLoopLoad implements OnModuleInit, OnApplicationShutdown {

@@ -210,11 +210,18 @@ describe('push notifications across instances', () => {
       const saturated = await startTestApp({ env });
       const idle = await startTestApp({ env, databaseUrl: saturated.databaseUrl });
       const busy = jest.spyOn(saturated.app.get(EventLoopLoad), 'busy').mockReturnValue(true);
+      // The two share this process's event loop: only the spies say which one is saturated.
+      const notBusy = jest.spyOn(idle.app.get(EventLoopLoad), 'busy').mockReturnValue(false);
       try {
         const key = await newSourceWithKey(saturated.app);
         await registerEndpoint(injectPost(saturated), key.key, receiver.url);
-        // Claim rounds that began before the spy are over, and the idle instance is listening.
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        await waitFor(
+          async () =>
+            (await saturated.db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'tax-document-gateway-listener' AND datname = current_database()`)).rows[0].n === 2,
+          'both instances listening',
+        );
+        // A claim round that began before the spy (the poll's, say) could still find a delivery.
+        await new Promise((resolve) => setTimeout(resolve, 200));
         for (let i = 1; i <= 3; i += 1) {
           const sentAt = Date.now();
           const created = await injectPost(saturated)('/api/v1/documents', documentBody(key.source), key.key);
@@ -231,6 +238,7 @@ describe('push notifications across instances', () => {
         expect(await succeeded(saturated)).toBe('0');
       } finally {
         busy.mockRestore();
+        notBusy.mockRestore();
         await idle.close();
         await saturated.close();
       }

@@ -254,14 +254,33 @@ describe('push notifications (CONTRACT §2.6)', () => {
         // meanwhile: it looks again by itself, well before the 10 s poll.
         expect(hook.messages[0].receivedAt - sentAt).toBeGreaterThanOrEqual(750);
         expect(hook.messages[0].receivedAt - sentAt).toBeLessThan(3000);
+
+        saturated.mockReturnValue(false);
+        const nextSentAt = Date.now();
+        await createDocument(source);
+        await waitFor(async () => hook.messages.length === 2, 'the next delivery');
+        expect(hook.messages[1].receivedAt - nextSentAt).toBeLessThan(750);
       } finally {
         saturated.mockRestore();
       }
+    });
 
-      const sentAt = Date.now();
+    it('retries while the instance is saturated once the retry has been due for 0.75 s, without waiting for the poll', async () => {
+      const source = await newSourceWithKey(t.app);
+      const hook = await receiver((_message, index) => ({ status: index === 0 ? 500 : 204 }));
+      await register(source, hook.url, { eventTypes: ['document.created'] });
       await createDocument(source);
-      await waitFor(async () => hook.messages.length === 2, 'the next delivery');
-      expect(hook.messages[1].receivedAt - sentAt).toBeLessThan(750);
+      await waitFor(async () => hook.messages.length === 1, 'the first attempt');
+      const saturated = jest.spyOn(t.app.get(EventLoopLoad), 'busy').mockReturnValue(true);
+      try {
+        await waitFor(async () => hook.messages.length === 2, 'the retry');
+        // The schedule's 1 s ± 10 %, then 0.75 s held back; the poll comes only every 10 s.
+        const gap = hook.messages[1].receivedAt - hook.messages[0].receivedAt;
+        expect(gap).toBeGreaterThanOrEqual(1600);
+        expect(gap).toBeLessThan(5000);
+      } finally {
+        saturated.mockRestore();
+      }
     });
 
     it('sends only the subscribed event types, and nothing of another source', async () => {
