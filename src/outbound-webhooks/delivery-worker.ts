@@ -320,7 +320,10 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private noteBacklogs(rows: ClaimedRow[], held: Map<string, number>, perEndpoint: number): void {
     const counts = new Map<string, number>();
     for (const row of rows) counts.set(row.endpoint_id, (counts.get(row.endpoint_id) ?? 0) + 1);
-    for (const endpointId of this.backlogged) if (!counts.has(endpointId) && (held.get(endpointId) ?? 0) < perEndpoint) this.backlogged.delete(endpointId);
+    for (const endpointId of this.backlogged) {
+      // Read (it had room) and nothing found: nothing more due. Not read (no room): as it was.
+      if (!counts.has(endpointId) && (held.get(endpointId) ?? 0) < perEndpoint) this.backlogged.delete(endpointId);
+    }
     for (const [endpointId, count] of counts) {
       if (count >= perEndpoint - (held.get(endpointId) ?? 0)) this.backlogged.add(endpointId);
       else this.backlogged.delete(endpointId);
