@@ -4,17 +4,6 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 const ENDPOINTS_LOCK_NAMESPACE = 7_340_216;
 
 /**
- * The feed trigger fires per appended event instead of per INSERT statement. A statement-level trigger
- * runs for every INSERT into document_events, also for those that append nothing: the bank webhook's
- * statement carries the INSERT of a status change's event, which appends a row only when the status
- * changes, so most deliveries ran the trigger, its transition table and its PL/pgSQL for no event
- * (PostgreSQL CPU per delivery 319–329 µs with it, 293–302 µs without; per create 642–646 µs against
- * 589–630 µs, at a fixed rate). Per row, the trigger runs only for events that exist.
- *
- * As before, the endpoints lock is taken shared, when the source has a matching endpoint, in a statement
- * of its own before the endpoints are read for the deliveries (see OutboundEndpointLockNotForeignKey).
- */
-/**
  * A feed trigger function: `lock` takes the endpoints lock shared, finding a row only when the source has
  * a matching endpoint; `insert` writes the deliveries; the flag tells Database.onCommitFlag there are some.
  */
@@ -55,6 +44,17 @@ const ENQUEUE_PER_STATEMENT = enqueueFunction(
 
 const TRIGGER = 'trg_document_events_outbound_deliveries';
 
+/**
+ * The feed trigger fires per appended event instead of per INSERT statement. A statement-level trigger
+ * runs for every INSERT into document_events, also for those that append nothing: the bank webhook's
+ * statement carries the INSERT of a status change's event, which appends a row only when the status
+ * changes, so most deliveries ran the trigger, its transition table and its PL/pgSQL for no event
+ * (PostgreSQL CPU per delivery 319–329 µs with it, 293–302 µs without; per create 642–646 µs against
+ * 589–630 µs, at a fixed rate). Per row, the trigger runs only for events that exist.
+ *
+ * As before, the endpoints lock is taken shared, when the source has a matching endpoint, in a statement
+ * of its own before the endpoints are read for the deliveries (see OutboundEndpointLockNotForeignKey).
+ */
 export class OutboundEnqueuePerRow1795327111512 implements MigrationInterface {
   name = 'OutboundEnqueuePerRow1795327111512';
 
