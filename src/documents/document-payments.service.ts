@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AdvisoryLock, statement, Transaction } from '../database/database';
+import { AdvisoryLock, Transaction } from '../database/database';
 import { CHANGE_DOCUMENT } from './document-sql';
 import { DocumentEntity } from './document.entity';
 import { LifecycleOutcome, transition } from './lifecycle';
@@ -16,15 +16,6 @@ export function providerReferenceLock(providerReference: string): AdvisoryLock {
   return { namespace: PROVIDER_REFERENCE_LOCK_NAMESPACE, key: providerReference };
 }
 
-/**
- * Only what a bank event's decision needs: every column more is parsed, and its field description
- * handled, by pg on each delivery (21 columns cost the bank webhook about 20 µs of Node CPU).
- */
-const FIND_BY_PROVIDER_REFERENCE = statement('document-by-provider-reference', `SELECT id, status FROM documents WHERE provider_reference = $1 FOR UPDATE`);
-
-/** A document locked for a bank event's decision. */
-export type LockedDocument = Pick<DocumentEntity, 'id' | 'status'>;
-
 export interface ProviderStatusEvent {
   eventId: string;
   status: string;
@@ -35,11 +26,6 @@ export interface ProviderStatusEvent {
 export class DocumentPaymentsService {
   lockProviderReference(tx: Transaction, providerReference: string): Promise<void> {
     return tx.advisoryLock(providerReferenceLock(providerReference));
-  }
-
-  async findForUpdate(tx: Transaction, providerReference: string): Promise<LockedDocument | null> {
-    const [document] = await tx.query<LockedDocument>(FIND_BY_PROVIDER_REFERENCE, [providerReference]);
-    return document ?? null;
   }
 
   /** What `event` would do to `document`; pure, so the caller can decide before writing anything. */

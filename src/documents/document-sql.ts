@@ -1,4 +1,5 @@
 import { statement } from '../database/database';
+import { providerTransitions } from './lifecycle';
 
 /** A documents row as the API's view needs it (the shape of DocumentEntity), for RETURNING and SELECT. */
 export const DOCUMENT_COLUMNS = `id, seq, source, external_id AS "externalId", type, taxpayer_tax_id AS "taxpayerTaxId",
@@ -43,3 +44,11 @@ export const CHANGE_DOCUMENT = statement(
   'document-change',
   `WITH ${documentChangeCtes({ id: '$1', status: '$2', paymentStatus: '$3', eventId: '$4', previous: '$5' })} SELECT * FROM changed`,
 );
+
+/**
+ * providerTransitions() as a table for a FROM clause: `provider_transitions (from_status, provider_status,
+ * to_status)`. The values are the lifecycle's own constants, never input.
+ */
+export const PROVIDER_TRANSITIONS = `(VALUES ${providerTransitions()
+  .map(({ from, providerStatus, to }) => `('${from}', '${providerStatus}', '${to}')`)
+  .join(', ')}) AS provider_transitions (from_status, provider_status, to_status)`;

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ALLOWED_TRANSITIONS, DOCUMENT_STATUSES, DocumentStatus, isFinal, LifecycleInput, transition } from './lifecycle';
+import { ALLOWED_TRANSITIONS, DOCUMENT_STATUSES, DocumentStatus, isFinal, LifecycleInput, PROVIDER_STATUS_EFFECT, providerTransitions, transition } from './lifecycle';
 
 /** How far along a document is; every allowed move goes strictly up. */
 const PROGRESS: Record<DocumentStatus, number> = { PENDING_PAYMENT: 0, PAYMENT_FAILED: 1, PAID: 2, CANCELLED: 3, REFUNDED: 3 };
@@ -54,5 +54,19 @@ describe('lifecycle.transition', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('lists, for SQL, exactly the provider statuses transition() lets change or record, and where each leads', () => {
+    const listed = new Map(providerTransitions().map((t) => [`${t.from} ${t.providerStatus}`, t.to]));
+    for (const from of DOCUMENT_STATUSES) {
+      for (const providerStatus of Object.keys(PROVIDER_STATUS_EFFECT)) {
+        const outcome = transition(from, { kind: 'provider', status: providerStatus });
+        const expected = outcome.result === 'refused' ? undefined : outcome.result === 'changed' ? outcome.to : from;
+        expect([from, providerStatus, listed.get(`${from} ${providerStatus}`)]).toEqual([from, providerStatus, expected]);
+      }
+    }
+    expect(listed.get('PENDING_PAYMENT PAID')).toBe('PAID');
+    expect(listed.get('PENDING_PAYMENT PROCESSING')).toBe('PENDING_PAYMENT');
+    expect(listed.has('PAID FAILED')).toBe(false);
   });
 });

@@ -52,3 +52,26 @@ export function transition(current: DocumentStatus, input: LifecycleInput): Life
   }
   return ALLOWED_TRANSITIONS[current].includes(target) ? { result: 'changed', to: target } : { result: 'refused', reason: 'not_allowed' };
 }
+
+/** A provider status's effect on a document in one status: the status after (the same when it is only recorded). */
+export interface ProviderTransition {
+  from: DocumentStatus;
+  /** Upper case, as `transition` compares it. */
+  providerStatus: string;
+  to: DocumentStatus;
+}
+
+/**
+ * `transition` for every known provider status, as rows; a pair that is not listed is refused. For a
+ * decision made inside SQL (the bank webhook decides and writes in one statement): the lifecycle stays
+ * this one function.
+ */
+export function providerTransitions(): ProviderTransition[] {
+  return DOCUMENT_STATUSES.flatMap((from) =>
+    Object.keys(PROVIDER_STATUS_EFFECT).flatMap((providerStatus) => {
+      const outcome = transition(from, { kind: 'provider', status: providerStatus });
+      if (outcome.result === 'refused') return [];
+      return [{ from, providerStatus, to: outcome.result === 'changed' ? outcome.to : from }];
+    }),
+  );
+}

@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Database, statement, Transaction } from '../database/database';
 import { DocumentPaymentsService } from '../documents/document-payments.service';
-import { documentChangeCtes } from '../documents/document-sql';
+import { documentChangeCtes, PROVIDER_TRANSITIONS } from '../documents/document-sql';
 import { DocumentEntity } from '../documents/document.entity';
 import { DocumentsService } from '../documents/documents.service';
 import { WebhookOutcome } from './webhook-event.entity';
@@ -20,25 +20,42 @@ export interface WebhookEventView {
 }
 
 /**
- * Stores a delivery and, when it is the first of its eventId, applies it, in one statement.
- * $1 eventId, $2 eventType, $3 status, $4 providerReference, $5 outcome, $6 document id, $7 raw body,
- * $8 signed at; $9 the document's new status (null: leave the document alone), $10 payment status,
- * $11 the status before. `first` inserts nothing when the eventId is already there (the partial
- * unique index decides, also against a concurrent delivery, which it makes wait for us); then only
- * `duplicate` is stored: the eventId, the body's SHA-256 and the times, never the body again.
+ * Stores a delivery and, when it is the first of its eventId, decides and applies it, in one statement:
+ * $1 eventId, $2 eventType, $3 status as sent, $4 providerReference, $5 raw body, $6 signed at, $7 the
+ * status upper-cased. `target` locks the document with the providerReference (for a PAYMENT_STATUS
+ * event), `decision` is what `transition` says of it (PROVIDER_TRANSITIONS: no row there, refused).
+ * `first` inserts nothing when the eventId is already there (the partial unique index decides, also
+ * against a concurrent delivery, which it makes wait for us); then only `duplicate` is stored: the
+ * eventId, the body's SHA-256 and the times, never the body again. Answers the stored outcome, or null
+ * for a duplicate.
  */
 const RECEIVE = statement(
   'webhook-receive',
-  `WITH first AS (
+  `WITH target AS MATERIALIZED (
+     SELECT id, status FROM documents WHERE provider_reference = $4::varchar AND $2::varchar = '${PAYMENT_STATUS_EVENT}' FOR UPDATE),
+   decision AS MATERIALIZED (
+     SELECT t.id, t.status AS previous, provider_transitions.to_status, provider_transitions.to_status IS NOT NULL AS applies
+       FROM target t LEFT JOIN ${PROVIDER_TRANSITIONS} ON provider_transitions.from_status = t.status AND provider_transitions.provider_status = $7::varchar),
+   first AS (
      INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, document_id, raw_body, body_sha256, signed_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, sha256($7), $8)
+     SELECT $1, $2, $3, $4,
+            CASE WHEN $2::varchar <> '${PAYMENT_STATUS_EVENT}' THEN 'ignored' WHEN d.id IS NULL THEN 'unmatched' WHEN d.applies THEN 'applied' ELSE 'ignored' END,
+            d.id, $5, sha256($5), $6
+       FROM (SELECT) AS one LEFT JOIN decision d ON true
      ON CONFLICT DO NOTHING
-     RETURNING id),
+     RETURNING outcome),
    duplicate AS (
      INSERT INTO webhook_events (event_id, outcome, document_id, body_sha256, signed_at)
-     SELECT $1, 'duplicate', $6, sha256($7), $8 WHERE NOT EXISTS (SELECT 1 FROM first)),
-   ${documentChangeCtes({ id: '$6', status: '$9', paymentStatus: '$10', eventId: '$1', previous: '$11', when: '$9::varchar IS NOT NULL AND EXISTS (SELECT 1 FROM first)' })}
-   SELECT EXISTS (SELECT 1 FROM first) AS first`,
+     SELECT $1, 'duplicate', (SELECT id FROM decision), sha256($5), $6 WHERE NOT EXISTS (SELECT 1 FROM first)),
+   ${documentChangeCtes({
+     id: '(SELECT id FROM decision)',
+     status: '(SELECT to_status FROM decision)',
+     paymentStatus: '$7',
+     eventId: '$1',
+     previous: '(SELECT previous FROM decision)',
+     when: '(SELECT applies FROM decision) AND EXISTS (SELECT 1 FROM first)',
+   })}
+   SELECT (SELECT outcome FROM first) AS outcome`,
 );
 
 const PENDING = statement(
@@ -77,35 +94,26 @@ export class WebhookEventsService implements OnModuleInit {
   }
 
   /**
-   * Stores and applies one verified delivery in a single transaction; the caller answers 200 only
-   * after it commits. Decided under the providerReference lock (its own statement, so the document
-   * look-up sees every document committed before the lock was granted).
+   * Stores and applies one verified delivery in a single transaction, in one round trip; the caller
+   * answers 200 only after it commits. Decided under the providerReference lock, taken by a statement
+   * of its own: RECEIVE, behind it, reads the document with a snapshot taken once the lock is granted,
+   * so it sees every document committed before.
    */
   receive({ payload, rawBody, signedAt }: VerifiedDelivery): Promise<WebhookOutcome> {
     return this.db.run(async (tx) => {
-      // Sent together: PostgreSQL runs them in order, and the look-up's snapshot is taken once the lock is granted.
-      const [, document] = await Promise.all([
+      const [, [{ outcome }]] = await Promise.all([
         this.payments.lockProviderReference(tx, payload.providerReference),
-        payload.eventType === PAYMENT_STATUS_EVENT ? this.payments.findForUpdate(tx, payload.providerReference) : null,
+        tx.queryAndCommit<{ outcome: WebhookOutcome | null }>(RECEIVE, [
+          payload.eventId,
+          payload.eventType,
+          payload.status,
+          payload.providerReference,
+          rawBody,
+          signedAt,
+          payload.status.toUpperCase(),
+        ]),
       ]);
-      const assessment = document ? this.payments.assess(document, payload) : null;
-      const outcome: WebhookOutcome =
-        payload.eventType !== PAYMENT_STATUS_EVENT ? 'ignored' : !document ? 'unmatched' : assessment!.result === 'refused' ? 'ignored' : 'applied';
-      const newStatus = !document || !assessment || assessment.result === 'refused' ? null : assessment.result === 'changed' ? assessment.to : document.status;
-      const [{ first }] = await tx.queryAndCommit<{ first: boolean }>(RECEIVE, [
-        payload.eventId,
-        payload.eventType,
-        payload.status,
-        payload.providerReference,
-        outcome,
-        document?.id ?? null,
-        rawBody,
-        signedAt,
-        newStatus,
-        payload.status.toUpperCase(),
-        document?.status ?? null,
-      ]);
-      return first ? outcome : 'duplicate';
+      return outcome ?? 'duplicate';
     });
   }
 

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { providerReferenceLock } from '../../src/documents/document-payments.service';
-import { adminHeaders, documentBody, IssuedKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { DocumentStatus, transition } from '../../src/documents/lifecycle';
+import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { waitFor } from '../support/processes';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
@@ -246,6 +247,49 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
       }
       expect(stored_).toEqual(outcomes);
       expect((await documentNow(doc.id)).status).toBe(expected);
+    });
+
+    it('decides every event as the lifecycle function does, whatever arrives in whatever order, cancels included (property)', async () => {
+      const step = fc.oneof(
+        { weight: 5, arbitrary: fc.constantFrom('PENDING', 'processing', 'PAID', 'Paid', 'FAILED', 'failed', 'REFUNDED', 'CHARGEBACK', 'constructor').map((status) => ({ status })) },
+        { weight: 1, arbitrary: fc.constant('cancel' as const) },
+      );
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 6 }), async (steps) => {
+          const doc = await newDocument();
+          let model: { status: DocumentStatus; paymentStatus: string | null; lastEventId: string | null; changes: number } = {
+            status: 'PENDING_PAYMENT',
+            paymentStatus: null,
+            lastEventId: null,
+            changes: 0,
+          };
+          for (const s of steps) {
+            if (s === 'cancel') {
+              const answer = await t.app.inject({ method: 'POST', url: `/api/v1/documents/${doc.id}/cancel`, headers: { 'x-api-key': acme.key, 'x-idempotency-key': newIdempotencyKey() } });
+              const outcome = transition(model.status, { kind: 'cancel' });
+              expect(answer.statusCode).toBe(outcome.result === 'changed' ? 200 : 409);
+              if (outcome.result === 'changed') model = { ...model, status: outcome.to, changes: model.changes + 1 };
+              continue;
+            }
+            const event = paymentEvent(doc.providerReference, s.status);
+            expect((await send(event)).statusCode).toBe(200);
+            const outcome = transition(model.status, { kind: 'provider', status: s.status });
+            expect((await stored(event.eventId))[0].outcome).toBe(outcome.result === 'refused' ? 'ignored' : 'applied');
+            if (outcome.result === 'refused') continue;
+            model = { ...model, paymentStatus: s.status.toUpperCase(), lastEventId: event.eventId };
+            if (outcome.result === 'changed') model = { ...model, status: outcome.to, changes: model.changes + 1 };
+          }
+          const now = await documentNow(doc.id);
+          expect({ status: now.status, paymentStatus: now.payment.status, lastEventId: now.payment.lastEventId }).toEqual({
+            status: model.status,
+            paymentStatus: model.paymentStatus,
+            lastEventId: model.lastEventId,
+          });
+          const changes = await db.query(`SELECT count(*)::int AS n FROM document_events WHERE document_id = $1 AND type = 'document.status_changed'`, [doc.id]);
+          expect(changes.rows[0].n).toBe(model.changes);
+        }),
+        { numRuns: 25 },
+      );
     });
 
     it('stores an eventType other than PAYMENT_STATUS as ignored and applies nothing', async () => {
