@@ -66,16 +66,32 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** Keys that class-transformer silently drops (or secure JSON parsing refuses) on the way to a DTO. */
 export const RESERVED_KEYS: ReadonlySet<string> = new Set(['constructor', '__proto__', 'prototype']);
 
+/** A UTF-16 surrogate without its other half (`\ud800` in JSON): with the u flag, a pair matches as one code point. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** Why a string cannot be stored as sent, or null. */
+function unstorableText(text: string): string | null {
+  if (text.includes('\u0000')) return 'must not contain NUL characters';
+  // UTF-8 cannot encode it: PostgreSQL text would get U+FFFD instead, and jsonb refuses the escape outright.
+  if (LONE_SURROGATE.test(text)) return 'must not contain an unpaired surrogate (\\ud800-\\udfff alone)';
+  return null;
+}
+
 /**
  * The first place in a parsed value that could not be stored as sent: a NUL character (PostgreSQL
- * text cannot hold one) or a reserved key (it would vanish before validation). Null when there is none.
+ * text cannot hold one), an unpaired surrogate (UTF-8 cannot encode one) or a reserved key (it would
+ * vanish before validation). Null when there is none.
  */
 export function findUnstorable(value: unknown, path = ''): FieldError | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? { field: path || 'body', message: 'must not contain NUL characters' } : null;
+  if (typeof value === 'string') {
+    const message = unstorableText(value);
+    return message ? { field: path || 'body', message } : null;
+  }
   if (typeof value !== 'object' || value === null) return null;
   for (const [key, child] of Object.entries(value)) {
     const childPath = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key;
-    if (key.includes('\u0000')) return { field: childPath, message: 'must not contain NUL characters' };
+    const message = unstorableText(key);
+    if (message) return { field: childPath, message };
     if (!Array.isArray(value) && RESERVED_KEYS.has(key)) return { field: childPath, message: 'is a reserved name and cannot be used as a key' };
     const found = findUnstorable(child, childPath);
     if (found) return found;

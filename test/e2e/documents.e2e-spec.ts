@@ -95,6 +95,9 @@ describe('documents API (CONTRACT §2.3)', () => {
       ['a NUL character in a taxpayer name', { taxpayer: { taxId: 't', name: 'Mu\u0000ster', country: 'DE' } }, 'taxpayer.name'],
       ['a NUL character in a metadata value', { metadata: { note: 'x\u0000' } }, 'metadata.note'],
       ['a metadata key "constructor"', { metadata: { constructor: 'x' } }, 'metadata.constructor'],
+      ['an unpaired surrogate in externalId', { externalId: 'A\ud800B' }, 'externalId'],
+      ['an unpaired surrogate in a metadata value', { metadata: { note: 'x\udfff' } }, 'metadata.note'],
+      ['an unpaired surrogate in a metadata key', { metadata: { 'n\ud83d': 'x' } }, 'metadata.n\ud83d'],
     ];
 
     it.each(invalid)('refuses %s with 422 naming %s, and creates nothing', async (_name, overrides, field) => {
