@@ -57,8 +57,6 @@ export class Transaction implements Db {
   private readonly begun: Promise<unknown>;
   private committing?: Promise<QueryResult | QueryResult[]>;
   private writing = false;
-  /** While `behind` runs: the unanswered condition its statements are sent behind, then its answer. */
-  private condition?: Condition;
 
   constructor(
     readonly client: PoolClient,
@@ -72,34 +70,7 @@ export class Transaction implements Db {
 
   async query<R extends QueryResultRow>(sql: Statement, values: unknown[] = []): Promise<R[]> {
     this.assertOpen();
-    const condition = this.condition;
-    if (condition?.held === false) throw new ConditionNotHeld();
-    const sent = this.send<R>({ name: sql.name, text: sql.text, values });
-    if (condition && condition.held === undefined) {
-      sent.catch(() => undefined);
-      if (!(await condition.answer)) throw new ConditionNotHeld();
-    }
-    return (await sent).rows;
-  }
-
-  /**
-   * Runs `work` with its statements sent at once, in the round trip of a statement whose answer
-   * (`condition`) is not known yet, instead of after it. They reach the database before that answer,
-   * so each must do nothing unless the condition holds (say so in its SQL). Their results reach `work`
-   * only if it held; otherwise they, and any statement `work` sends later, reject with ConditionNotHeld.
-   */
-  async behind<T>(condition: Promise<boolean>, work: () => Promise<T>): Promise<T> {
-    const state: Condition = { answer: condition };
-    condition.then(
-      (held) => (state.held = held),
-      () => (state.held = false),
-    );
-    this.condition = state;
-    try {
-      return await work();
-    } finally {
-      this.condition = undefined;
-    }
+    return (await this.send<R>({ name: sql.name, text: sql.text, values })).rows;
   }
 
   /**
@@ -190,16 +161,6 @@ export class Transaction implements Db {
 }
 
 type Socket = { cork(): void; uncork(): void };
-
-/** A condition statements are sent behind (Transaction.behind): its answer, and once known, whether it held. */
-type Condition = { answer: Promise<boolean>; held?: boolean };
-
-/** A statement sent behind a condition (Transaction.behind) that did not hold: its result is void. */
-export class ConditionNotHeld extends Error {
-  constructor() {
-    super('The condition this statement was sent behind did not hold');
-  }
-}
 
 const lockId = (lock: AdvisoryLock) => `${lock.namespace}:${lock.key}`;
 

@@ -1,13 +1,13 @@
-import { Body, Controller, createParamDecorator, ExecutionContext, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, createParamDecorator, ExecutionContext, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { CurrentKey } from '../auth/authenticated-key';
 import { ReadsWithKey } from '../auth/read-with-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
-import { AdvisoryLock, Transaction } from '../database/database';
-import { Idempotent, InTransaction } from '../idempotency/idempotency.interceptor';
-import { providerReferenceLock } from './document-payments.service';
+import { Idempotent } from '../idempotency/idempotency.interceptor';
+import { operation } from '../idempotency/idempotent-operation';
+import type { IdempotentOperation } from '../idempotency/idempotent-operation';
 import { DocumentEntity } from './document.entity';
 import { DOCUMENT_BY_ID, DocumentsService } from './documents.service';
 import { CreateDocumentDto } from './dto/create-document.dto';
@@ -23,19 +23,13 @@ const DOCUMENT_LINKS = {
 /** The document the guard read with the API key (see DOCUMENT_BY_ID); undefined if it did not. */
 const DocumentRead = createParamDecorator((_data: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<FastifyRequest>().documentRead);
 
-/** The lock DocumentsService.create takes first; taken with the idempotency claim instead. */
-function documentLock(body: unknown): AdvisoryLock | null {
-  const providerReference = (body as { providerReference?: unknown } | null)?.providerReference;
-  return typeof providerReference === 'string' ? providerReferenceLock(providerReference) : null;
-}
-
 @ApiTags('documents')
 @Controller('api/v1/documents')
 export class DocumentsController {
   constructor(private readonly documents: DocumentsService) {}
 
   @Post()
-  @Idempotent({ lock: documentLock, behindClaim: true })
+  @Idempotent()
   @ApiOperation({
     operationId: 'createDocument',
     summary: 'Submit a tax document',
@@ -51,15 +45,8 @@ export class DocumentsController {
     links: DOCUMENT_LINKS,
   })
   @ApiProblems('VALIDATION_ERROR', 'DUPLICATE_DOCUMENT')
-  async create(
-    @InTransaction() tx: Transaction,
-    @CurrentKey() key: AuthenticatedKey,
-    @Body() body: CreateDocumentDto,
-    @Res({ passthrough: true }) reply: FastifyReply,
-  ) {
-    const document = await this.documents.create(tx, key, body);
-    reply.header('Location', `/api/v1/documents/${document.id}`);
-    return document;
+  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateDocumentDto): IdempotentOperation<DocumentResponseDto> {
+    return this.documents.create(key, body);
   }
 
   @Get()
@@ -96,7 +83,7 @@ export class DocumentsController {
   @DOCUMENT_ID
   @ApiOkResponse({ type: DocumentResponseDto, description: 'The cancelled document' })
   @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION')
-  cancel(@InTransaction() tx: Transaction, @CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<DocumentResponseDto> {
-    return this.documents.cancel(tx, key, id);
+  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): IdempotentOperation<DocumentResponseDto> {
+    return operation((tx) => this.documents.cancel(tx, key, id));
   }
 }

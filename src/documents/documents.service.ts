@@ -5,8 +5,10 @@ import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { Database, statement, Transaction } from '../database/database';
-import { CLAIM_HELD } from '../idempotency/idempotency.service';
-import { DocumentPaymentsService } from './document-payments.service';
+import { CLAIM_HELD, MARK_ANSWERED } from '../idempotency/idempotency.service';
+import { IdempotentOperation, TRANSACTION_TIME } from '../idempotency/idempotent-operation';
+import { DocumentDraft, draftDocument } from './document-draft';
+import { DocumentPaymentsService, providerReferenceLock } from './document-payments.service';
 import { CHANGE_DOCUMENT, DOCUMENT_COLUMNS } from './document-sql';
 import { DocumentEntity } from './document.entity';
 import { CreateDocumentDto } from './dto/create-document.dto';
@@ -16,30 +18,57 @@ import { transition } from './lifecycle';
 
 const DEFAULT_PAGE_SIZE = 20;
 
+/** Bank events that arrived before a document with providerReference $12 and wait to be applied to it. */
+const BANK_EVENTS_WAIT = `EXISTS (SELECT 1 FROM webhook_events w WHERE w.provider_reference = $12::varchar AND w.outcome = 'unmatched')`;
+
 /**
- * The document and its `document.created` event in one statement. A duplicate (externalId per source,
- * providerReference) inserts nothing and returns no row: a business answer, not an error that aborts
- * the transaction. It also says whether bank events for its providerReference are waiting. Sent with
- * the idempotency claim, before its answer, it writes nothing unless the claim is held (CLAIM_HELD).
+ * The document and its `document.created` event (`doc` RETURNING `returning`, and `event`), from
+ * documentValues. They are written only under a fresh idempotency claim (CLAIM_HELD: the statement may
+ * be sent with the claim, before its answer) and `unless` does not hold. A duplicate (externalId per
+ * source, providerReference) inserts nothing: a business answer, not an error that aborts the transaction.
  */
-const CREATE = statement(
-  'document-create',
-  `WITH doc AS (
-     INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date,
-                            currency, total_amount, tax_amount, provider_reference, metadata)
-     SELECT $1::varchar, $2::varchar, $3::varchar, $4::varchar, $5::varchar, $6::bpchar, $7::date, $8::bpchar, $9::numeric,
-            $10::numeric, $11::varchar, $12::jsonb
-      WHERE ${CLAIM_HELD}
+const insertDocument = (returning: string, unless = 'false') => `doc AS (
+     INSERT INTO documents (id, source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date,
+                            currency, total_amount, tax_amount, provider_reference, status, metadata)
+     SELECT $1::uuid, $2::varchar, $3::varchar, $4::varchar, $5::varchar, $6::varchar, $7::bpchar, $8::date, $9::bpchar,
+            $10::numeric, $11::numeric, $12::varchar, $13::varchar, $14::jsonb
+      WHERE ${CLAIM_HELD} AND NOT ${unless}
      ON CONFLICT DO NOTHING
-     RETURNING ${DOCUMENT_COLUMNS}),
+     RETURNING ${returning}),
    event AS (
      INSERT INTO document_events (source, document_id, type, status)
-     SELECT source, id, 'document.created', status FROM doc)
-   SELECT doc.*, EXISTS (
-       SELECT 1 FROM webhook_events w WHERE w.provider_reference = doc."providerReference" AND w.outcome = 'unmatched'
-     ) AS "paymentEventsWaiting"
-     FROM doc`,
+     SELECT source, id, 'document.created', status FROM doc)`;
+
+/** The general way: the document as stored, and whether bank events wait to be applied to it. */
+const CREATE = statement(
+  'document-create',
+  `WITH ${insertDocument(DOCUMENT_COLUMNS)} SELECT doc.*, ${BANK_EVENTS_WAIT} AS "paymentEventsWaiting" FROM doc`,
 );
+
+/**
+ * With its answer in advance: only when no bank event waits for it (their effect is not in that
+ * answer), and then marked done (MARK_ANSWERED); otherwise it writes nothing and the create goes the
+ * general way.
+ */
+const CREATE_ANSWERED = statement('document-create-answered', `WITH ${insertDocument('id, source, status', BANK_EVENTS_WAIT)} SELECT ${MARK_ANSWERED} FROM doc`);
+
+/** CREATE's parameters. */
+const documentValues = (d: DocumentDraft): unknown[] => [
+  d.id,
+  d.source,
+  d.externalId,
+  d.type,
+  d.taxpayerTaxId,
+  d.taxpayerName,
+  d.taxpayerCountry,
+  d.issueDate,
+  d.currency,
+  d.totalAmount,
+  d.taxAmount,
+  d.providerReference,
+  d.status,
+  JSON.stringify(d.metadata),
+];
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -90,38 +119,40 @@ export class DocumentsService {
   }
 
   /**
-   * Runs in the idempotency transaction: the document, its event and the stored response commit
-   * together. Its first statement is CREATE, sent with the claim (IdempotentOptions.behindClaim).
+   * POST /api/v1/documents. The document is drafted here, its id included, so its answer is known
+   * before the database replies and is stored in the round trip that writes it (inAdvance). A
+   * duplicate, or bank events waiting for its providerReference, take the general way (`run`).
    */
-  async create(tx: Transaction, key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
+  create(key: AuthenticatedKey, dto: CreateDocumentDto): IdempotentOperation<DocumentResponseDto> {
     if (dto.source !== key.source) throw new AppError('UNAUTHORIZED', 'This API key is not valid for the source named in the request');
-    if (dto.providerReference) await this.payments.lockProviderReference(tx, dto.providerReference);
-    const [created] = await tx.query<DocumentEntity & { paymentEventsWaiting: boolean }>(CREATE, [
-      dto.source,
-      dto.externalId,
-      dto.type,
-      dto.taxpayer.taxId,
-      dto.taxpayer.name,
-      dto.taxpayer.country,
-      dto.issueDate,
-      dto.currency,
-      dto.totalAmount,
-      dto.taxAmount,
-      dto.providerReference ?? null,
-      JSON.stringify(dto.metadata ?? {}),
-    ]);
-    if (!created) throw await this.duplicateError(tx, dto);
+    const draft = draftDocument(dto);
+    return {
+      lock: draft.providerReference ? providerReferenceLock(draft.providerReference) : undefined,
+      location: `/api/v1/documents/${draft.id}`,
+      inAdvance: {
+        answer: DocumentsService.render(draft, TRANSACTION_TIME, TRANSACTION_TIME),
+        send: (tx) => tx.query(CREATE_ANSWERED, documentValues(draft)),
+      },
+      run: (tx) => this.insert(tx, draft),
+    };
+  }
+
+  /** The general way: applies the bank events waiting for the document, and names what a duplicate repeats. */
+  private async insert(tx: Transaction, draft: DocumentDraft): Promise<DocumentResponseDto> {
+    if (draft.providerReference) await this.payments.lockProviderReference(tx, draft.providerReference);
+    const [created] = await tx.query<DocumentEntity & { paymentEventsWaiting: boolean }>(CREATE, documentValues(draft));
+    if (!created) throw await this.duplicateError(tx, draft);
     let document: DocumentEntity = created;
     if (created.paymentEventsWaiting) for (const hook of this.createdHooks) document = await hook(tx, document);
     return DocumentsService.view(document);
   }
 
-  private async duplicateError(tx: Transaction, dto: CreateDocumentDto): Promise<AppError> {
-    const sameExternalId = await tx.manager.existsBy(DocumentEntity, { source: dto.source, externalId: dto.externalId });
+  private async duplicateError(tx: Transaction, draft: DocumentDraft): Promise<AppError> {
+    const sameExternalId = await tx.manager.existsBy(DocumentEntity, { source: draft.source, externalId: draft.externalId });
     return new AppError(
       'DUPLICATE_DOCUMENT',
       sameExternalId
-        ? `A document with externalId "${dto.externalId}" already exists for this source`
+        ? `A document with externalId "${draft.externalId}" already exists for this source`
         : 'A document with this providerReference already exists',
     );
   }
@@ -169,6 +200,10 @@ export class DocumentsService {
   }
 
   static view(d: DocumentEntity): DocumentResponseDto {
+    return DocumentsService.render(d, d.createdAt.toISOString(), d.updatedAt.toISOString());
+  }
+
+  private static render(d: DocumentDraft, createdAt: string, updatedAt: string): DocumentResponseDto {
     return {
       id: d.id,
       source: d.source,
@@ -183,8 +218,8 @@ export class DocumentsService {
       status: d.status,
       payment: { status: d.paymentStatus, lastEventId: d.paymentLastEventId, updatedAt: d.paymentUpdatedAt?.toISOString() ?? null },
       metadata: d.metadata,
-      createdAt: d.createdAt.toISOString(),
-      updatedAt: d.updatedAt.toISOString(),
+      createdAt,
+      updatedAt,
     };
   }
 }

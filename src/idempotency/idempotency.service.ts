@@ -6,6 +6,7 @@ import { ErrorCode } from '../common/error-codes';
 import { toProblem } from '../common/problem';
 import { AppConfig } from '../config/app-config';
 import { AdvisoryLock, Database, Db, statement, Transaction } from '../database/database';
+import { AnswerInAdvance, IdempotentOperation, TRANSACTION_TIME } from './idempotent-operation';
 import { IdempotentReplay } from './idempotent-replay';
 import { StoredAnswer, storedAnswerColumns } from './stored-answer';
 
@@ -23,20 +24,12 @@ export interface IdempotentCall {
   requestId: string;
   /** The key's stored answer when it was already read (with the API key), so no second look-up is needed. */
   storedAnswer: StoredAnswer | null | undefined;
-  /** The status Nest will send for a successful return value. */
+  /** The status Nest sends for a successful answer. */
   successStatus: number;
-  /** A lock the operation will need, taken with the claim to save it a round trip (IdempotentOptions.lock). */
-  alsoLock: AdvisoryLock | null;
-  /**
-   * The operation's first statement does nothing unless CLAIM_HELD: it is then sent with the claim, in
-   * its round trip, instead of after the claim's answer (Transaction.behind).
-   */
-  behindClaim: boolean;
-  /** Runs the operation in the open transaction, which it must pass to every write it makes. */
-  operation: (tx: Transaction) => Promise<unknown>;
-  /** Read after the operation, so a Location it set is stored with the response. */
-  location: () => string | null;
 }
+
+/** An answer as it is sent and stored: the status, the JSON text, the Location header. */
+export type Answer = Omit<StoredAnswer, 'fingerprint'>;
 
 /** 64 bits of SHA-256: two different keys practically never share a claim (32-bit hashtext could). */
 function claimLockKey(source: string, key: string): string {
@@ -50,10 +43,23 @@ const FIND_RECORD = statement(
 
 /**
  * True in SQL once this transaction holds a fresh claim (set by CLAIM). A statement sent with the claim,
- * before its answer (IdempotentCall.behindClaim), must write nothing unless it holds.
+ * before its answer (AnswerInAdvance), must write nothing unless it holds.
  */
 const CLAIM_HELD_SETTING = 'idempotency.claim_held';
-export const CLAIM_HELD = `current_setting('${CLAIM_HELD_SETTING}', true) = 'on'`;
+export const CLAIM_HELD = isOn(CLAIM_HELD_SETTING);
+
+/** An operation sent with its answer in advance marks, with this SQL expression, that it did the work. */
+const ANSWERED_SETTING = 'idempotency.answered';
+export const MARK_ANSWERED = `set_config('${ANSWERED_SETTING}', 'on', true)`;
+const ANSWERED = isOn(ANSWERED_SETTING);
+
+/**
+ * True or false, never null: a setting no transaction of the connection has set yet reads as NULL, and
+ * `NOT (NULL = 'on')` is NULL, which a WHERE takes as false.
+ */
+function isOn(setting: string): string {
+  return `(current_setting('${setting}', true) IS NOT DISTINCT FROM 'on')`;
+}
 
 /**
  * The claim, in one statement: the transaction-scoped advisory lock (so a duplicate in flight gets
@@ -84,6 +90,24 @@ const STORE_ANSWER = statement(
     WHERE source = $1 AND idempotency_key = $2`,
 );
 
+/**
+ * An answer in advance, sent with the claim and the operation: stored in the claim's record if the
+ * operation marked it done, with the transaction's time where $6 (TRANSACTION_TIME as JSON) stands;
+ * otherwise, under a fresh claim, the record is withdrawn, so nothing of the request commits.
+ */
+const STORE_IN_ADVANCE = statement(
+  'idempotency-store-in-advance',
+  `WITH stored AS (
+     UPDATE idempotency_records
+        SET response_status = $3, response_location = $5,
+            response_body = replace($4, $6, '"' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"')
+      WHERE source = $1 AND idempotency_key = $2 AND ${CLAIM_HELD} AND ${ANSWERED}
+     RETURNING response_body),
+   withdrawn AS (
+     DELETE FROM idempotency_records WHERE source = $1 AND idempotency_key = $2 AND ${CLAIM_HELD} AND NOT ${ANSWERED})
+   SELECT (SELECT response_body FROM stored) AS body`,
+);
+
 const PURGE_EXPIRED = statement(
   'idempotency-purge',
   `WITH gone AS (
@@ -93,15 +117,26 @@ const PURGE_EXPIRED = statement(
    SELECT count(*)::int AS deleted FROM gone`,
 );
 
-type Outcome = { kind: 'in_use' } | { kind: 'reused' } | { kind: 'replay'; answer: StoredAnswer } | { kind: 'done'; value: unknown } | { kind: 'refused'; error: AppError };
-type Performed = { outcome: Outcome; status: number; body: unknown } | { error: unknown };
+type Outcome = { kind: 'in_use' } | { kind: 'reused' } | { kind: 'replay'; answer: StoredAnswer } | { kind: 'done'; answer: Answer } | { kind: 'refused'; error: AppError };
+type Performed = { outcome: Outcome; answer: Answer } | { error: unknown };
+/** What the claim statement answers. */
+type Claim = { claimed: boolean; fresh: boolean };
 
-/** Thrown out of the transaction of a request that did not get the claim, so that nothing of it commits. */
+/** Thrown out of the transaction of a request that did not get a fresh claim, so that nothing of it commits. */
 class NotClaimed extends Error {
   constructor(readonly outcome: Outcome) {
     super('The idempotency key was not claimed');
   }
 }
+
+/** Thrown out of a transaction that claimed a key only to learn its state, so that the claim rolls back. */
+class ClaimProbed extends Error {
+  constructor(readonly outcome: Outcome | null) {
+    super('The idempotency key was only probed');
+  }
+}
+
+const TRANSACTION_TIME_JSON = JSON.stringify(TRANSACTION_TIME);
 
 @Injectable()
 export class IdempotencyService {
@@ -125,15 +160,17 @@ export class IdempotencyService {
   }
 
   /**
-   * One transaction holds the claim, the operation's writes and the stored response, so they
-   * commit together or not at all. The claim is a transaction-scoped advisory lock: a duplicate
-   * that arrives meanwhile is told to retry (409) instead of waiting, and if this process dies the
-   * database rolls everything back and frees the key at once, with no lease to expire.
+   * The answer to the request: a replay, a refusal, or the operation's own. `prepare` validates the
+   * request and says what to do (the route's handler); it runs after the replay check, as the contract
+   * orders. One transaction holds the claim, the operation's writes and the stored answer, so they
+   * commit together or not at all. The claim is a transaction-scoped advisory lock: a duplicate that
+   * arrives meanwhile is told to retry (409) instead of waiting, and if this process dies the database
+   * rolls everything back and frees the key at once, with no lease to expire.
    */
-  async execute(call: IdempotentCall): Promise<unknown> {
+  async execute(call: IdempotentCall, prepare: () => Promise<IdempotentOperation>): Promise<Answer> {
     // A finished request needs no claim: concurrent retries of it all get the replay, never a 409.
     const finished = call.storedAnswer === undefined ? await this.findRecord(this.db, call) : IdempotencyService.outcomeOf(call, call.storedAnswer);
-    const outcome: Outcome = finished ?? (await this.db.run((tx) => this.claimAndRun(tx, call)).catch(IdempotencyService.notClaimed));
+    const outcome: Outcome = finished ?? (await this.perform(call, prepare));
 
     switch (outcome.kind) {
       case 'in_use':
@@ -147,52 +184,114 @@ export class IdempotencyService {
       case 'refused':
         throw outcome.error;
       case 'done':
-        return outcome.value;
+        return outcome.answer;
     }
   }
 
   /**
-   * Claims the key and runs the operation: after the claim's answer, or behind it in the same round
-   * trip (call.behindClaim). Without the claim nothing commits: NotClaimed rolls the transaction back.
+   * Prepares the operation and runs it under the claim: in one round trip when its answer is known in
+   * advance and it can be done that way, else the general way. A request refused while being prepared
+   * (its body, say) is refused only once the key is known to be neither in use nor used (CONTRACT §1).
    */
-  private async claimAndRun(tx: Transaction, call: IdempotentCall): Promise<Outcome> {
-    const claim = tx
-      .query<{ claimed: boolean; fresh: boolean }>(CLAIM, [
-        claimLockKey(call.source, call.key),
-        call.source,
-        call.key,
-        call.fingerprint,
-        this.config.IDEMPOTENCY_TTL_SECONDS,
-        call.alsoLock?.namespace ?? 0,
-        call.alsoLock?.key ?? null,
-      ])
-      .then(([row]) => row);
-    // The claim takes the lock when it wins; when it loses, the operation runs no statement (or none at
-    // all), so for the operation the lock is as good as held either way.
-    if (call.alsoLock) tx.holds(call.alsoLock);
-    const early = call.behindClaim ? this.perform(tx, call, claim.then(({ fresh }) => fresh)) : undefined;
-    const [{ claimed, fresh }, performed] = await Promise.all([claim, early]);
-    if (!claimed) throw new NotClaimed({ kind: 'in_use' });
-    // Claimed, but a live record is there: the first request committed since the look-up.
-    if (!fresh) throw new NotClaimed((await this.findRecord(tx, call)) ?? { kind: 'in_use' });
-
-    const answer = performed ?? (await this.perform(tx, call));
-    if ('error' in answer) throw answer.error;
-    await tx.queryAndCommit(STORE_ANSWER, [call.source, call.key, answer.status, JSON.stringify(answer.body), call.location()]);
-    return answer.outcome;
+  private async perform(call: IdempotentCall, prepare: () => Promise<IdempotentOperation>): Promise<Outcome> {
+    let operation: IdempotentOperation;
+    try {
+      operation = await prepare();
+    } catch (error) {
+      const taken = await this.keyState(call);
+      if (taken) return taken;
+      throw error;
+    }
+    if (typeof operation?.run !== 'function') throw new Error('An @Idempotent() handler must return an IdempotentOperation');
+    if (operation.inAdvance) {
+      const outcome = await this.runInAdvance(call, operation, operation.inAdvance);
+      if (outcome) return outcome;
+    }
+    return this.db.run((tx) => this.claimAndRun(tx, call, operation)).catch(IdempotencyService.notClaimed);
   }
 
   /**
-   * The operation's answer: its value, or a refusal stored and replayed like one; anything else it
-   * throws is kept as `error`. `behind`: the claim's answer, when the operation is sent behind it.
+   * The claim, the operation's statements and the answer in advance, sent together with the COMMIT.
+   * Null when the claim was fresh but the operation did not do the work: nothing was written (the
+   * record was withdrawn), and it must run the general way.
    */
-  private async perform(tx: Transaction, call: IdempotentCall, behind?: Promise<boolean>): Promise<Performed> {
+  private async runInAdvance(call: IdempotentCall, operation: IdempotentOperation, inAdvance: AnswerInAdvance<unknown>): Promise<Outcome | null> {
+    const location = operation.location ?? null;
+    const [claim, stored] = await this.db.run(async (tx) => {
+      const [claim, , [stored]] = await Promise.all([
+        this.claim(tx, call, operation.lock),
+        inAdvance.send(tx),
+        tx.queryAndCommit<{ body: string | null }>(STORE_IN_ADVANCE, [
+          call.source,
+          call.key,
+          call.successStatus,
+          JSON.stringify(inAdvance.answer),
+          location,
+          TRANSACTION_TIME_JSON,
+        ]),
+      ]);
+      return [claim, stored] as const;
+    });
+    if (stored.body !== null) return { kind: 'done', answer: { status: call.successStatus, body: stored.body, location } };
+    return this.outcomeOfClaim(this.db, call, claim);
+  }
+
+  /** Claims the key, then runs the operation. Without a fresh claim nothing commits: NotClaimed rolls the transaction back. */
+  private async claimAndRun(tx: Transaction, call: IdempotentCall, operation: IdempotentOperation): Promise<Outcome> {
+    const taken = await this.outcomeOfClaim(tx, call, await this.claim(tx, call, operation.lock));
+    if (taken) throw new NotClaimed(taken);
+    const performed = await this.attempt(tx, call, operation);
+    if ('error' in performed) throw performed.error;
+    const { status, body, location } = performed.answer;
+    await tx.queryAndCommit(STORE_ANSWER, [call.source, call.key, status, body, location]);
+    return performed.outcome;
+  }
+
+  /** What the key says, learnt by claiming it and rolling back: in use, replay or reused; null when it is free. */
+  private async keyState(call: IdempotentCall): Promise<Outcome | null> {
     try {
-      const value = behind ? await tx.behind(behind, () => call.operation(tx)) : await call.operation(tx);
-      return { outcome: { kind: 'done', value }, status: call.successStatus, body: value };
+      return await this.db.run(async (tx) => {
+        throw new ClaimProbed(await this.outcomeOfClaim(tx, call, await this.claim(tx, call)));
+      });
+    } catch (error) {
+      if (error instanceof ClaimProbed) return error.outcome;
+      throw error;
+    }
+  }
+
+  /** Sends the claim statement; `lock`, the operation's own, is taken with it. */
+  private claim(tx: Transaction, call: IdempotentCall, lock?: AdvisoryLock): Promise<Claim> {
+    const claim = tx.query<Claim>(CLAIM, [
+      claimLockKey(call.source, call.key),
+      call.source,
+      call.key,
+      call.fingerprint,
+      this.config.IDEMPOTENCY_TTL_SECONDS,
+      lock?.namespace ?? 0,
+      lock?.key ?? null,
+    ]);
+    // The claim takes the lock when it wins; when it loses, the operation writes nothing (or does not
+    // run at all), so for the operation the lock is as good as held either way.
+    if (lock) tx.holds(lock);
+    return claim.then(([row]) => row);
+  }
+
+  /** Null for a fresh claim; otherwise what the key says: in use, or the record a request committed since the look-up. */
+  private async outcomeOfClaim(db: Db, call: IdempotentCall, { claimed, fresh }: Claim): Promise<Outcome | null> {
+    if (!claimed) return { kind: 'in_use' };
+    if (!fresh) return (await this.findRecord(db, call)) ?? { kind: 'in_use' };
+    return null;
+  }
+
+  /** The operation's answer: its value, or a refusal stored and replayed like one; anything else it throws is kept as `error`. */
+  private async attempt(tx: Transaction, call: IdempotentCall, operation: IdempotentOperation): Promise<Performed> {
+    try {
+      const answer = { status: call.successStatus, body: JSON.stringify(await operation.run(tx)), location: operation.location ?? null };
+      return { outcome: { kind: 'done', answer }, answer };
     } catch (error) {
       if (!(error instanceof AppError) || !STORED_REFUSALS.has(error.code)) return { error };
-      return { outcome: { kind: 'refused', error }, status: error.status, body: toProblem(error, call.instance, call.requestId).body };
+      const answer = { status: error.status, body: JSON.stringify(toProblem(error, call.instance, call.requestId).body), location: null };
+      return { outcome: { kind: 'refused', error }, answer };
     }
   }
 

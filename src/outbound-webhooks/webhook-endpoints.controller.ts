@@ -3,8 +3,9 @@ import { ApiAcceptedResponse, ApiCreatedResponse, ApiNoContentResponse, ApiOkRes
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
-import { Transaction } from '../database/database';
-import { Idempotent, InTransaction } from '../idempotency/idempotency.interceptor';
+import { Idempotent } from '../idempotency/idempotency.interceptor';
+import { operation } from '../idempotency/idempotent-operation';
+import type { IdempotentOperation } from '../idempotency/idempotent-operation';
 import { DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import {
   CreateWebhookEndpointDto,
@@ -46,8 +47,8 @@ export class WebhookEndpointsController {
   })
   @ApiCreatedResponse({ type: WebhookEndpointWithSecretDto, links: ENDPOINT_LINKS })
   @ApiProblems('VALIDATION_ERROR')
-  create(@InTransaction() tx: Transaction, @CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
-    return this.endpoints.create(tx, key.source, body);
+  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto): IdempotentOperation<WebhookEndpointWithSecretDto> {
+    return operation((tx) => this.endpoints.create(tx, key.source, body));
   }
 
   @Get()
@@ -101,8 +102,8 @@ export class WebhookEndpointsController {
   @ENDPOINT_ID
   @ApiOkResponse({ type: WebhookEndpointWithSecretDto })
   @ApiProblems('NOT_FOUND')
-  rotateSecret(@InTransaction() tx: Transaction, @CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<WebhookEndpointWithSecretDto> {
-    return this.endpoints.rotateSecret(tx, key.source, id);
+  rotateSecret(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): IdempotentOperation<WebhookEndpointWithSecretDto> {
+    return operation((tx) => this.endpoints.rotateSecret(tx, key.source, id));
   }
 
   @Get(':id/deliveries')
@@ -130,12 +131,7 @@ export class WebhookEndpointsController {
   @DELIVERY_ID
   @ApiAcceptedResponse({ type: DeliveryResponseDto })
   @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION')
-  retry(
-    @InTransaction() tx: Transaction,
-    @CurrentKey() key: AuthenticatedKey,
-    @Param('id') id: string,
-    @Param('deliveryId') deliveryId: string,
-  ): Promise<DeliveryResponseDto> {
-    return this.deliveries.retry(tx, key.source, id, deliveryId);
+  retry(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @Param('deliveryId') deliveryId: string): IdempotentOperation<DeliveryResponseDto> {
+    return operation((tx) => this.deliveries.retry(tx, key.source, id, deliveryId));
   }
 }

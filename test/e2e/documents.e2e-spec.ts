@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { Client } from 'pg';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -12,7 +13,8 @@ describe('documents API (CONTRACT §2.3)', () => {
   const countDocuments = async (source: string) => Number((await db.query('SELECT count(*) FROM documents WHERE source = $1', [source])).rows[0].count);
 
   beforeAll(async () => {
-    t = await startTestApp();
+    // The property tests (and their shrinking) send hundreds of requests with one key: not the limit under test here.
+    t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
     db = t.db;
     acme = await newSourceWithKey(t.app);
     other = await newSourceWithKey(t.app);
@@ -20,6 +22,40 @@ describe('documents API (CONTRACT §2.3)', () => {
   afterAll(() => t.close());
 
   describe('POST /api/v1/documents', () => {
+    it('answers a create exactly as a read of the document then does, byte for byte, and stores that answer (property)', async () => {
+      // Answered before the database replies (the draft): every value must be written as PostgreSQL hands it back.
+      const text = (maxLength: number) => fc.string({ unit: 'grapheme', minLength: 1, maxLength }).filter((v) => !v.includes('\u0000') && v.length <= maxLength);
+      const amount = fc
+        .tuple(fc.nat({ max: 3 }), fc.bigInt({ min: 0n, max: 999_999_999_999n }), fc.option(fc.stringMatching(/^[0-9]{1,4}$/), { nil: undefined }))
+        .map(([zeros, whole, fraction]) => `${'0'.repeat(zeros)}${whole}${fraction === undefined ? '' : `.${fraction}`}`)
+        .filter((v) => /^\d{1,15}(\.\d{1,4})?$/.test(v));
+      const day = fc.date({ min: new Date('0100-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
+      const metadataKey = fc.oneof(text(40), fc.nat({ max: 4_294_967_300 }).map(String)).filter((k) => !['constructor', '__proto__', 'prototype'].includes(k));
+      const document = fc.record({
+        externalId: text(96),
+        taxpayer: fc.record({ taxId: text(64), name: text(200), country: fc.constantFrom('DE', 'FR', 'US') }),
+        issueDate: day,
+        currency: fc.constantFrom('EUR', 'USD', 'JPY'),
+        totalAmount: amount,
+        metadata: fc.option(fc.dictionary(metadataKey, fc.string({ unit: 'grapheme', maxLength: 20 }).filter((v) => !v.includes('\u0000') && v.length <= 500), { maxKeys: 20 }), { nil: undefined }),
+        withReference: fc.boolean(),
+      });
+      await fc.assert(
+        fc.asyncProperty(document, async ({ withReference, ...fields }) => {
+          const key = newIdempotencyKey();
+          // Unique per run, so that shrinking a failure never turns it into a duplicate.
+          const body = { ...documentBody(acme.source), ...fields, externalId: `${fields.externalId}-${key}`, taxAmount: '0', ...(withReference && { providerReference: `PAY-${key}` }) };
+          const created = await postDocument(t.app, acme.key, body, key);
+          expect(created.statusCode).toBe(201);
+          const read = await get(acme.key, created.headers.location as string);
+          expect(read.body).toBe(created.body);
+          const stored = await db.query('SELECT response_body FROM idempotency_records WHERE idempotency_key = $1', [key]);
+          expect(stored.rows[0].response_body).toBe(created.body);
+        }),
+        { numRuns: 60 },
+      );
+    });
+
     it('creates the document: 201, Location, and every field of the contract', async () => {
       const body = documentBody(acme.source, { providerReference: `PAY-${Date.now()}`, metadata: { costCenter: 'CC-42' }, totalAmount: '1234567890.1234', taxAmount: '0.5' });
       const res = await postDocument(t.app, acme.key, body);

@@ -1,9 +1,9 @@
 import { AsyncResource } from 'node:async_hooks';
 import { Client } from 'pg';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service';
-import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
+import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { holdDocumentInsert } from '../support/database';
-import { startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
 describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
   let t: TestApp;
@@ -263,6 +263,41 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
         expect(await countDocuments(source.source)).toBe(1);
       } finally {
         await hold.remove();
+      }
+    });
+  });
+
+  describe('an answer known in advance (a create: one round trip)', () => {
+    it('is stored byte for byte as sent, with the transaction\'s time where the document\'s times go', async () => {
+      const key = newIdempotencyKey();
+      const created = await postDocument(t.app, acme.key, documentBody(acme.source, { metadata: { b: '1', aa: '2', '10': '3', '2': '4' } }), key);
+      expect(created.statusCode).toBe(201);
+      const [record] = await records(acme.source, key);
+      expect([record.response_status, record.response_body, record.response_location]).toEqual([201, created.body, created.headers.location]);
+      const [row] = (await db.query('SELECT id, created_at, updated_at FROM documents WHERE id = $1', [created.json().id])).rows;
+      expect(created.json()).toMatchObject({ createdAt: row.created_at.toISOString(), updatedAt: row.updated_at.toISOString() });
+      expect(created.headers.location).toBe(`/api/v1/documents/${row.id}`);
+    });
+
+    it('is withdrawn, leaving nothing, when the work must go the general way, on a connection that never marked an answer', async () => {
+      // A new pool, whose connections no create has used: their transaction-local settings were never set.
+      const fresh = await startTestApp({ databaseUrl: t.databaseUrl, env: { DB_POOL_SIZE: '2' } });
+      try {
+        const providerReference = `PAY-adv-${newIdempotencyKey()}`;
+        const event = { eventId: `evt-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference };
+        expect((await sendWebhook(fresh.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200);
+        const key = newIdempotencyKey();
+        const created = await postDocument(fresh.app, acme.key, documentBody(acme.source, { providerReference }), key);
+        expect([created.statusCode, created.json().status]).toEqual([201, 'PAID']);
+        const [record] = await records(acme.source, key);
+        expect([record.response_status, record.response_body]).toEqual([201, created.body]);
+        // The refusal of a duplicate goes the same way, and is stored.
+        const duplicateKey = newIdempotencyKey();
+        const duplicate = await postDocument(fresh.app, acme.key, documentBody(acme.source, { providerReference }), duplicateKey);
+        expect([duplicate.statusCode, duplicate.json().code]).toEqual([409, 'DUPLICATE_DOCUMENT']);
+        expect((await records(acme.source, duplicateKey)).map((r) => [r.response_status, r.response_body])).toEqual([[409, duplicate.body]]);
+      } finally {
+        await fresh.close();
       }
     });
   });

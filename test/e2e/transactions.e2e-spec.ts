@@ -1,12 +1,9 @@
-import { ConditionNotHeld, Database, statement, Transaction } from '../../src/database/database';
+import { Database, statement, Transaction } from '../../src/database/database';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const SET_FLAG = statement('test-set-flag', `SELECT set_config('test.flag', 'on', true)`);
 const NOOP = statement('test-noop', 'SELECT 1');
 const INSERT_PROBE = statement('test-insert-probe', 'INSERT INTO tx_probe (label) VALUES ($1)');
-/** A condition: answers $1 and, when true, sets the flag GATED_PROBE's insert needs. */
-const CONDITION = statement('test-condition', `SELECT $1::boolean AS held, CASE WHEN $1::boolean THEN set_config('test.flag', 'on', true) END AS flag`);
-const GATED_PROBE = statement('test-gated-probe', `INSERT INTO tx_probe (label) SELECT $1 WHERE current_setting('test.flag', true) = 'on'`);
 
 describe('Database transactions: all or nothing', () => {
   let t: TestApp;
@@ -105,41 +102,6 @@ describe('Database transactions: all or nothing', () => {
         await tx.query(INSERT_PROBE, ['too-late']);
       }),
     ).rejects.toThrow('queryAndCommit must be its last statement');
-  });
-
-  it('sends work behind an unanswered condition, and lets it go on only if the condition held', async () => {
-    await t.db.query('DELETE FROM tx_probe');
-    const answers: Record<string, unknown> = {};
-    for (const held of ['true', 'false']) {
-      answers[held] = await db.run(async (tx) => {
-        const condition = tx.query<{ held: boolean }>(CONDITION, [held]).then(([row]) => row.held);
-        return tx
-          .behind(condition, async () => {
-            const first = await tx.query(GATED_PROBE, [`behind-${held}`]).then(
-              () => 'answered',
-              (error: Error) => (error instanceof ConditionNotHeld ? 'not held' : error.message),
-            );
-            // Once the condition is known not to hold, a statement is refused, not sent.
-            const second = await tx.query(INSERT_PROBE, [`after-${held}`]).then(
-              () => 'answered',
-              (error: Error) => (error instanceof ConditionNotHeld ? 'refused' : error.message),
-            );
-            return [first, second];
-          });
-      });
-    }
-    expect(answers).toEqual({ true: ['answered', 'answered'], false: ['not held', 'refused'] });
-    // Both transactions committed: the refused statement was never sent.
-    expect(await labels()).toEqual(['after-true', 'behind-true']);
-    await t.db.query('DELETE FROM tx_probe');
-
-    // A condition that fails fails what was sent behind it, and the transaction.
-    const failed = db.run(async (tx) => {
-      const condition = tx.query<{ held: boolean }>(CONDITION, ['neither']).then(([row]) => row.held);
-      await tx.behind(condition, () => tx.query(GATED_PROBE, ['behind-failed']));
-    });
-    await expect(failed).rejects.toThrow('invalid input syntax for type boolean');
-    expect(await labels()).toEqual([]);
   });
 
   it('calls the afterCommit listeners of a transaction that sent no statement', async () => {
