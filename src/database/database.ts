@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import { Batch } from './batch';
 
 /** A named SQL statement: each pooled connection parses and plans it once, then only binds values. */
 export interface Statement {
@@ -45,6 +46,9 @@ export interface Db {
   afterCommit(listener: () => void): void;
 }
 
+const BEGIN = statement('transaction-begin', 'BEGIN');
+const COMMIT = statement('transaction-commit', 'COMMIT');
+
 /** One open transaction on one pooled connection; valid only inside the `run` that made it. */
 export class Transaction implements Db {
   private typeorm?: EntityManager;
@@ -54,23 +58,24 @@ export class Transaction implements Db {
   readonly committed: Array<() => void> = [];
   /** Set when `run` ends: the connection is back in the pool, perhaps in another request's transaction. */
   private ended = false;
-  private readonly begun: Promise<unknown>;
-  private committing?: Promise<QueryResult | QueryResult[]>;
-  private writing = false;
+  /** Whether BEGIN has been sent: it goes with the transaction's first statement. */
+  private begun = false;
+  /** The flags read and the COMMIT, once sent. */
+  private committing?: Promise<[QueryResult, QueryResult] | null>;
+  /** The statements issued in this tick, which leave together as one batch (see Batch). */
+  private pending?: Batch;
+  /** Every batch sent, so `run` knows whether the connection can be used again. */
+  private readonly sent: Batch[] = [];
 
   constructor(
     readonly client: PoolClient,
     private readonly dataSource: DataSource,
-    private readonly commitText: string,
-  ) {
-    // Not waited for: it leaves with the transaction's first statement, in one write.
-    this.begun = this.send('START TRANSACTION');
-    this.begun.catch(() => undefined);
-  }
+    private readonly commitFlags: Statement | null,
+  ) {}
 
   async query<R extends QueryResultRow>(sql: Statement, values: unknown[] = []): Promise<R[]> {
     this.assertOpen();
-    return (await this.send<R>({ name: sql.name, text: sql.text, values })).rows;
+    return (await this.enqueue(sql, values)).rows as R[];
   }
 
   /**
@@ -85,18 +90,22 @@ export class Transaction implements Db {
 
   /**
    * For `run`: the COMMIT (and the flags it reads), sent unless queryAndCommit already did; resolves with
-   * its result once committed. PostgreSQL answers a COMMIT after a failed statement with ROLLBACK: that throws.
+   * the flags once committed, or null for a transaction that never sent a statement.
    */
-  async commit(): Promise<QueryResult | QueryResult[]> {
-    const [, result] = await Promise.all([this.begun, this.sendCommit()]);
-    const outcome = Array.isArray(result) ? result[result.length - 1] : result;
-    if (outcome.command !== 'COMMIT') throw new Error('The transaction was rolled back at COMMIT: one of its statements failed');
-    return result;
+  async commit(): Promise<QueryResult | null> {
+    const results = await this.sendCommit();
+    if (!results) return null;
+    const [flags, commit] = results;
+    // PostgreSQL answers COMMIT with ROLLBACK in a transaction one of whose statements failed.
+    if (commit.command !== 'COMMIT') throw new Error('The transaction was rolled back at COMMIT: one of its statements failed');
+    return flags;
   }
 
-  private sendCommit(): Promise<QueryResult | QueryResult[]> {
+  private sendCommit(): Promise<[QueryResult, QueryResult] | null> {
     if (!this.committing) {
-      this.committing = this.send(this.commitText);
+      this.committing = !this.begun
+        ? Promise.resolve(null)
+        : Promise.all([this.commitFlags ? this.enqueue(this.commitFlags) : Promise.resolve(EMPTY), this.enqueue(COMMIT)]);
       // Waited for by `run` unless the work failed first: then only its rollback matters.
       this.committing.catch(() => undefined);
     }
@@ -104,31 +113,44 @@ export class Transaction implements Db {
   }
 
   /**
-   * The connection is in pipeline mode: each statement is written at once, not after the previous
-   * one's answer, and PostgreSQL runs them in order. Those issued in the same tick leave in one write.
+   * Adds a statement to this tick's batch; the batch leaves on the next tick, with BEGIN in front if it
+   * is the transaction's first. The connection is in pipeline mode: a batch is written at once, not
+   * after the previous one's answer, and PostgreSQL runs them in order.
    */
-  private send<R extends QueryResultRow>(query: string | { name: string; text: string; values: unknown[] }): Promise<QueryResult<R>> {
-    if (!this.writing) {
-      const socket = (this.client as unknown as { connection: { stream: Socket } }).connection.stream;
-      socket.cork();
-      this.writing = true;
-      process.nextTick(() => {
-        this.writing = false;
-        socket.uncork();
-      });
+  private enqueue(sql: Statement, values: unknown[] = []): Promise<QueryResult> {
+    if (!this.pending) {
+      const batch = (this.pending = new Batch());
+      if (!this.begun) {
+        this.begun = true;
+        // Its failure fails every statement behind it.
+        batch.add(BEGIN).catch(() => undefined);
+      }
+      process.nextTick(() => this.flush(batch));
     }
-    return typeof query === 'string' ? this.client.query<R>(query) : this.client.query<R>(query);
+    return this.pending.add(sql, values);
   }
 
-  /** Made on first use: the hot paths never need it. */
+  private flush(batch: Batch): void {
+    if (this.pending !== batch) return;
+    this.pending = undefined;
+    this.sent.push(batch);
+    // A Query subclass, which pg queues like its own (see Batch).
+    (this.client as unknown as { query(batch: Batch): unknown }).query(batch);
+  }
+
+  /** Made on first use: the hot paths never need it. Its queries go after every statement already issued. */
   get manager(): EntityManager {
     this.assertOpen();
+    if (this.pending) this.flush(this.pending);
     if (!this.typeorm) {
       // A query runner bound to this connection, marked as inside a transaction so that TypeORM
       // neither takes another connection nor opens a transaction of its own.
       const runner = this.dataSource.createQueryRunner();
       Object.assign(runner, { databaseConnection: this.client, isTransactionActive: true });
       this.typeorm = runner.manager;
+      // TypeORM's statements are its own, sent without BEGIN: it must have been sent already.
+      if (!this.begun) this.enqueue(NOOP).catch(() => undefined);
+      if (this.pending) this.flush(this.pending);
     }
     return this.typeorm;
   }
@@ -150,8 +172,16 @@ export class Transaction implements Db {
     this.locks.add(lockId(lock));
   }
 
-  end(): void {
+  /**
+   * For `run`, as the transaction ends: statements issued but not sent never leave (they reject). Says
+   * whether there is anything to roll back, and whether the connection can serve again (see Batch).
+   */
+  end(): { begun: boolean; reusable: boolean } {
     this.ended = true;
+    const unsent = this.pending;
+    this.pending = undefined;
+    unsent?.handleError(new Error('The transaction ended before this statement was sent'));
+    return { begun: this.sent.length > 0, reusable: !this.sent.some((batch) => batch.preparedUncertain) };
   }
 
   private assertOpen(): void {
@@ -160,7 +190,8 @@ export class Transaction implements Db {
   }
 }
 
-type Socket = { cork(): void; uncork(): void };
+const NOOP = statement('transaction-noop', 'SELECT 1');
+const EMPTY = { command: 'SELECT', rowCount: 0, oid: 0, fields: [], rows: [] } as QueryResult;
 
 const lockId = (lock: AdvisoryLock) => `${lock.namespace}:${lock.key}`;
 
@@ -173,7 +204,8 @@ const lockId = (lock: AdvisoryLock) => `${lock.namespace}:${lock.key}`;
 @Injectable()
 export class Database implements Db {
   private readonly commitFlags = new Map<string, Array<() => void>>();
-  private commitText = 'COMMIT';
+  /** The statement that reads the flags, sent with every COMMIT; null while none is registered. */
+  private commitFlagsRead: Statement | null = null;
   /** Per pooled connection: when it is retired rather than given back (see `retiring`). */
   private readonly retireAt = new WeakMap<PoolClient, number>();
 
@@ -194,18 +226,20 @@ export class Database implements Db {
    */
   async run<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     const { client, release } = await this.checkout();
-    const transaction = new Transaction(client, this.dataSource, this.commitText);
+    const transaction = new Transaction(client, this.dataSource, this.commitFlagsRead);
     let broken: Error | undefined;
     try {
       const result = await work(transaction);
       await this.commit(transaction);
+      transaction.end();
       return result;
     } catch (error) {
+      const { begun } = transaction.end();
       // A connection that cannot even roll back is not given back to the pool.
-      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      if (begun) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
-      transaction.end();
+      if (!transaction.end().reusable) broken ??= new Error('A statement prepared on this connection may not exist');
       release(broken);
     }
   }
@@ -221,19 +255,17 @@ export class Database implements Db {
     const listeners = this.commitFlags.get(name);
     if (listeners) return void listeners.push(listener);
     this.commitFlags.set(name, [listener]);
-    // The flags are read by the COMMIT's own round trip, in one simple-protocol message.
-    const reads = [...this.commitFlags.keys()].map((flag) => `current_setting('${flag}', true) = 'on' AS "${flag}"`);
-    this.commitText = `SELECT ${reads.join(', ')}; COMMIT`;
+    // The flags are read by a statement of the COMMIT's batch, just before it.
+    const names = [...this.commitFlags.keys()];
+    const reads = names.map((flag) => `current_setting('${flag}', true) = 'on' AS "${flag}"`);
+    this.commitFlagsRead = statement(`transaction-commit-flags:${names.join(',')}`, `SELECT ${reads.join(', ')}`);
   }
 
   /** Commits, then calls the listeners owed: afterCommit's, and those of the flags the transaction set. */
   private async commit(transaction: Transaction): Promise<void> {
     const { committed } = transaction;
-    const result = await transaction.commit();
-    if (Array.isArray(result)) {
-      const [flags] = result as [QueryResult<Record<string, boolean>>, QueryResult];
-      for (const [name, set] of Object.entries(flags.rows[0])) if (set) committed.push(...this.commitFlags.get(name)!);
-    }
+    const flags = await transaction.commit();
+    for (const [name, set] of Object.entries(flags?.rows[0] ?? {})) if (set) committed.push(...this.commitFlags.get(name)!);
     // Listeners must not throw: the transaction has committed, and its caller must hear so.
     for (const listener of committed) listener();
   }

@@ -1,5 +1,6 @@
 import { Socket } from 'node:net';
 import { Client } from 'pg';
+import { Batch } from '../../src/database/batch';
 import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
@@ -10,6 +11,9 @@ import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app'
 const BACKGROUND = new Set(['api-key-usage', 'idempotency-purge', 'admin-auth-failures-purge', 'LISTEN']);
 /** The outbound delivery worker's own statements (woken by a commit that enqueued deliveries, on its own schedule). */
 const OUTBOUND_WORKER = /outbound_deliver|^outbound-/;
+
+/** The transaction's own statements, by their names (the flags read is named after the flags). */
+const LABELS: Record<string, string> = { 'transaction-begin': 'BEGIN', 'transaction-commit': 'COMMIT', 'transaction-commit-flags': 'flags' };
 
 /** How many times each PostgreSQL socket has written: statements issued between two writes leave together. */
 const writes = new WeakMap<Socket, number>();
@@ -32,16 +36,19 @@ async function roundTripsOf(work: () => Promise<unknown>, values: Record<string,
   const sent: Array<{ label: string; write: string }> = [];
   const original = Client.prototype.query;
   Client.prototype.query = function (this: Client, ...args: unknown[]) {
-    const config = args[0] as string | { name?: string; text: string; values?: unknown[] };
-    const text = typeof config === 'string' ? config : config.text;
-    // A COMMIT may carry, in the same message, the read of flags that triggers set (Database.onCommitFlag).
-    const label = typeof config === 'string' ? (/;\s*COMMIT$/.test(text) ? 'COMMIT' : text.trim().split(/\s+/)[0]) : (config.name ?? text.trim().split(/\s+/)[0]);
-    if (!(BACKGROUND.has(label) || OUTBOUND_WORKER.test(text) || OUTBOUND_WORKER.test(label))) {
+    const config = args[0] as string | Batch | { name?: string; text: string; values?: unknown[] };
+    // A transaction's statements come as batches (one Sync each); its BEGIN, COMMIT and the flags read with it are named.
+    const statements =
+      config instanceof Batch
+        ? config.statements.map(({ statement, values: sentWith }) => ({ name: LABELS[statement.name.split(':')[0]] ?? statement.name, text: statement.text, values: sentWith }))
+        : [typeof config === 'string' ? { name: config.trim().split(/\s+/)[0], text: config, values: [] } : { name: config.name ?? config.text.trim().split(/\s+/)[0], text: config.text, values: config.values ?? [] }];
+    for (const { name: label, text, values: sentWith } of statements) {
+      if (BACKGROUND.has(label) || OUTBOUND_WORKER.test(text) || OUTBOUND_WORKER.test(label)) continue;
       const socket = (this as unknown as { connection: { stream: Socket } }).connection.stream;
       if (!writes.has(socket)) writes.set(socket, 0);
       // A statement leaves with the socket's next write.
       sent.push({ label, write: `${(this as unknown as { processID: number }).processID}:${writes.get(socket)}` });
-      if (typeof config !== 'string' && config.name) values[config.name] = config.values ?? [];
+      values[label] = sentWith;
     }
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof Client.prototype.query;
@@ -59,7 +66,7 @@ async function roundTripsOf(work: () => Promise<unknown>, values: Record<string,
  * The document and its answer, known in advance, are written behind the claim (they write nothing unless
  * the claim is held), and the COMMIT goes with them: the transaction is one round trip.
  */
-const IN_ADVANCE = ['START', 'idempotency-claim', 'document-create-answered', 'idempotency-store-in-advance', 'COMMIT'];
+const IN_ADVANCE = ['BEGIN', 'idempotency-claim', 'document-create-answered', 'idempotency-store-in-advance', 'flags', 'COMMIT'];
 const CREATE = [['api-key-authenticate+stored-answer'], IN_ADVANCE];
 
 describe('round trips per request on the hot paths (documented in the README)', () => {
@@ -98,16 +105,16 @@ describe('round trips per request on the hot paths (documented in the README)', 
     expect(waited).toEqual([
       ['api-key-authenticate+stored-answer'],
       IN_ADVANCE,
-      ['START', 'idempotency-claim'],
+      ['BEGIN', 'idempotency-claim'],
       ['document-create'],
       ['webhook-pending'],
       ['document-change'],
       ['webhook-settle'],
-      ['idempotency-store', 'COMMIT'],
+      ['idempotency-store', 'flags', 'COMMIT'],
     ]);
     const duplicate = await roundTripsOf(async () => expect((await postDocument(t.app, key, body)).statusCode).toBe(409));
-    expect(duplicate.slice(0, 4)).toEqual([['api-key-authenticate+stored-answer'], IN_ADVANCE, ['START', 'idempotency-claim'], ['document-create']]);
-    expect(duplicate.at(-1)).toEqual(['idempotency-store', 'COMMIT']);
+    expect(duplicate.slice(0, 4)).toEqual([['api-key-authenticate+stored-answer'], IN_ADVANCE, ['BEGIN', 'idempotency-claim'], ['document-create']]);
+    expect(duplicate.at(-1)).toEqual(['idempotency-store', 'flags', 'COMMIT']);
   });
 
   it('replays with one statement and reads a document with one', async () => {
@@ -132,6 +139,6 @@ describe('round trips per request on the hot paths (documented in the README)', 
     await postDocument(t.app, key, documentBody(source, { providerReference }));
     const event = { eventId: `evt-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference };
     const sent = await roundTripsOf(async () => expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200));
-    expect(sent).toEqual([['START', 'advisory-lock', 'webhook-receive', 'COMMIT']]);
+    expect(sent).toEqual([['BEGIN', 'advisory-lock', 'webhook-receive', 'flags', 'COMMIT']]);
   });
 });

@@ -1,9 +1,13 @@
+import { Connection } from 'pg';
+import { StatementSkipped } from '../../src/database/batch';
 import { Database, statement, Transaction } from '../../src/database/database';
+import { waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const SET_FLAG = statement('test-set-flag', `SELECT set_config('test.flag', 'on', true)`);
 const NOOP = statement('test-noop', 'SELECT 1');
 const INSERT_PROBE = statement('test-insert-probe', 'INSERT INTO tx_probe (label) VALUES ($1)');
+const BACKEND_PID = statement('test-backend-pid', 'SELECT pg_backend_pid() AS pid');
 
 describe('Database transactions: all or nothing', () => {
   let t: TestApp;
@@ -58,8 +62,18 @@ describe('Database transactions: all or nothing', () => {
     expect(() => kept.afterCommit(() => undefined)).toThrow('has ended');
   });
 
-  it('runs statements sent together in order, and when the first fails keeps every one out', async () => {
+  it('runs statements sent together in order, and when one fails keeps every one out; those behind it never run', async () => {
     await t.db.query('TRUNCATE tx_probe');
+    const answers = await db
+      .run(async (tx) => {
+        const sent = [tx.query(INSERT_PROBE, ['before']), tx.query(INSERT_PROBE, [null]), tx.query(INSERT_PROBE, ['after'])];
+        return Promise.allSettled(sent).then((settled) => {
+          throw settled.map((s) => (s.status === 'fulfilled' ? 'ran' : s.reason instanceof StatementSkipped ? 'skipped' : (s.reason as { code: string }).code));
+        });
+      })
+      .catch((outcome: unknown) => outcome);
+    expect(answers).toEqual(['ran', '23502', 'skipped']);
+    expect(await labels()).toEqual([]);
     await expect(db.run((tx) => Promise.all([tx.query(INSERT_PROBE, ['before']), tx.query(INSERT_PROBE, [null]), tx.query(INSERT_PROBE, ['after'])]))).rejects.toMatchObject({
       code: '23502',
     });
@@ -93,6 +107,48 @@ describe('Database transactions: all or nothing', () => {
     expect(await labels()).toEqual([]);
     await db.run((tx) => tx.query(INSERT_PROBE, ['after']));
     expect(await labels()).toEqual(['after']);
+  });
+
+  it('sends the statements issued together, BEGIN and COMMIT included, as one batch that PostgreSQL answers at one Sync', async () => {
+    await t.db.query('TRUNCATE tx_probe');
+    const syncs = jest.spyOn(Connection.prototype, 'sync');
+    try {
+      await db.run(async (tx) => {
+        await Promise.all([tx.query(INSERT_PROBE, ['one']), tx.queryAndCommit(INSERT_PROBE, ['two'])]);
+      });
+      expect(syncs).toHaveBeenCalledTimes(1);
+      syncs.mockClear();
+      await db.run(async (tx) => {
+        await tx.query(INSERT_PROBE, ['three']);
+        await tx.query(INSERT_PROBE, ['four']);
+      });
+      // BEGIN with the first statement, the second alone, the flags read with the COMMIT.
+      expect(syncs).toHaveBeenCalledTimes(3);
+    } finally {
+      syncs.mockRestore();
+    }
+    expect(await labels()).toEqual(['four', 'one', 'three', 'two']);
+  });
+
+  it('gives up a connection whose batch failed at a statement it was preparing, and keeps one whose failed statement was prepared before', async () => {
+    /** The backend of a transaction whose statement `failing` fails, used once before in it (`prepared`) or not. */
+    const backendOf = async (failing: typeof INSERT_PROBE, prepared: boolean) => {
+      let pid = 0;
+      await db
+        .run(async (tx) => {
+          [[{ pid }]] = await Promise.all([tx.query<{ pid: number }>(BACKEND_PID), prepared ? tx.query(failing, ['prepared']) : undefined]);
+          await tx.query(failing, [null]);
+        })
+        .catch(() => undefined);
+      return pid;
+    };
+    const alive = async (pid: number) => (await t.db.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 1;
+    // Whether PostgreSQL kept a statement whose first use failed is not known: its connection is closed.
+    const fresh = await backendOf(statement(`test-insert-once-${Date.now()}`, 'INSERT INTO tx_probe (label) VALUES ($1)'), false);
+    await waitFor(async () => !(await alive(fresh)), 'the connection given up', 5_000);
+    // A statement known to the connection fails like any other: the connection stays.
+    const known = await backendOf(statement(`test-insert-twice-${Date.now()}`, 'INSERT INTO tx_probe (label) VALUES ($1)'), true);
+    expect(await alive(known)).toBe(true);
   });
 
   it('refuses a statement after queryAndCommit', async () => {
@@ -168,5 +224,20 @@ describe('Database transactions: work owed after a commit', () => {
   it('refuses a flag that is not a custom setting name, which would otherwise be spliced into SQL', () => {
     expect(() => db.onCommitFlag("x'; DROP TABLE documents; --", () => undefined)).toThrow('is not a custom setting');
     expect(() => db.onCommitFlag('work_mem', () => undefined)).toThrow('is not a custom setting');
+  });
+});
+
+describe('Database transactions: the client-side read timeout', () => {
+  let t: TestApp;
+
+  // query_timeout is DB_STATEMENT_TIMEOUT_MS + 2 s: the batch must clear its timer once answered.
+  beforeAll(async () => (t = await startTestApp({ env: { DB_STATEMENT_TIMEOUT_MS: '100' } })));
+  afterAll(() => t.close());
+
+  it('leaves a connection whose transaction was answered open after the read timeout has passed', async () => {
+    const db = t.app.get(Database);
+    const [{ pid }] = await db.run((tx) => tx.queryAndCommit<{ pid: number }>(BACKEND_PID));
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect((await t.db.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount).toBe(1);
   });
 });
