@@ -56,6 +56,10 @@ const prepareValue = (require('pg/lib/utils') as { prepareValue: (value: unknown
  * One entry in pg's queue, so it keeps its place among the connection's other queries (pipeline mode
  * included). A failed statement stops the batch there, as PostgreSQL skips everything up to the Sync:
  * that statement rejects with PostgreSQL's error, every later one with StatementSkipped.
+ *
+ * Outside a transaction block (no BEGIN before it), a batch is a transaction of its own: PostgreSQL
+ * runs its statements in one implicit transaction and commits it at the Sync, or rolls it back if one
+ * failed. `commitsAtSync` says when that commit is known.
  */
 export class Batch extends pg.Query {
   private readonly entries: Entry[] = [];
@@ -71,6 +75,8 @@ export class Batch extends pg.Query {
    * is unknown, so the connection must not be used again (a second Parse of the name would fail).
    */
   preparedUncertain = false;
+  /** Settled with the implicit transaction's commit at the Sync (see commitsAtSync). */
+  private syncCommit?: { promise: Promise<void>; resolve(): void; reject(error: Error): void };
 
   constructor() {
     super({ text: 'batch' });
@@ -86,6 +92,26 @@ export class Batch extends pg.Query {
 
   add(statement: Statement, values: unknown[] = []): Promise<QueryResult> {
     return new Promise((resolve, reject) => this.entries.push({ statement, values, resolve, reject }));
+  }
+
+  /** Puts a statement before the others (a BEGIN decided on when the batch leaves). */
+  addFirst(statement: Statement): Promise<QueryResult> {
+    return new Promise((resolve, reject) => this.entries.unshift({ statement, values: [], resolve, reject }));
+  }
+
+  /**
+   * For a batch sent outside a transaction block: resolves once PostgreSQL has committed its implicit
+   * transaction at the Sync; rejects with the error that rolled it back, PostgreSQL's own at commit
+   * included (which arrives after the last statement's answer).
+   */
+  commitsAtSync(): Promise<void> {
+    if (!this.syncCommit) {
+      let resolve!: () => void;
+      let reject!: (error: Error) => void;
+      const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+      this.syncCommit = { promise, resolve, reject };
+    }
+    return this.syncCommit.promise;
   }
 
   requiresPreparation(): boolean {
@@ -157,12 +183,16 @@ export class Batch extends pg.Query {
     this.entries[failed]?.reject(error);
     for (const entry of this.entries.slice(failed + 1)) entry.reject(new StatementSkipped(entry.statement.name));
     this.next = this.entries.length;
+    this.syncCommit?.reject(error);
     this.callback?.(error);
   }
 
   handleReadyForQuery(): void {
     // Every statement answered before the Sync's ReadyForQuery; anything else is a protocol fault.
-    for (const entry of this.entries.slice(this.next)) entry.reject(new StatementSkipped(entry.statement.name));
+    const unanswered = this.entries.slice(this.next);
+    for (const entry of unanswered) entry.reject(new StatementSkipped(entry.statement.name));
+    if (unanswered.length > 0) this.syncCommit?.reject(new StatementSkipped(unanswered[0].statement.name));
+    else this.syncCommit?.resolve();
     this.callback?.(null);
   }
 }

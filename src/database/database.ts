@@ -49,7 +49,12 @@ export interface Db {
 const BEGIN = statement('transaction-begin', 'BEGIN');
 const COMMIT = statement('transaction-commit', 'COMMIT');
 
-/** One open transaction on one pooled connection; valid only inside the `run` that made it. */
+/**
+ * One open transaction on one pooled connection; valid only inside the `run` that made it. Its
+ * statements leave in batches, one per tick (see Batch). A transaction that is one batch, its COMMIT
+ * included (queryAndCommit in the tick of its first statements), is sent without BEGIN and COMMIT:
+ * PostgreSQL runs the batch as one implicit transaction and commits it at the batch's Sync.
+ */
 export class Transaction implements Db {
   private typeorm?: EntityManager;
   /** Advisory locks this transaction holds, so taking one again costs no round trip. */
@@ -58,11 +63,11 @@ export class Transaction implements Db {
   readonly committed: Array<() => void> = [];
   /** Set when `run` ends: the connection is back in the pool, perhaps in another request's transaction. */
   private ended = false;
-  /** Whether BEGIN has been sent: it goes with the transaction's first statement. */
-  private begun = false;
-  /** The flags read and the COMMIT, once sent. */
-  private committing?: Promise<[QueryResult, QueryResult] | null>;
-  /** The statements issued in this tick, which leave together as one batch (see Batch). */
+  /** Whether an explicit BEGIN has been sent (the transaction spans several batches). */
+  private explicit = false;
+  /** The flags read, and once committed, how it ended; null for a transaction that never sent a statement. */
+  private committing?: Promise<{ flags: QueryResult; command: string } | null>;
+  /** The statements issued in this tick, which leave together as one batch. */
   private pending?: Batch;
   /** Every batch sent, so `run` knows whether the connection can be used again. */
   private readonly sent: Batch[] = [];
@@ -89,23 +94,28 @@ export class Transaction implements Db {
   }
 
   /**
-   * For `run`: the COMMIT (and the flags it reads), sent unless queryAndCommit already did; resolves with
+   * For `run`: the commit (and the flags it reads), sent unless queryAndCommit already did; resolves with
    * the flags once committed, or null for a transaction that never sent a statement.
    */
   async commit(): Promise<QueryResult | null> {
-    const results = await this.sendCommit();
-    if (!results) return null;
-    const [flags, commit] = results;
+    const outcome = await this.sendCommit();
+    if (!outcome) return null;
     // PostgreSQL answers COMMIT with ROLLBACK in a transaction one of whose statements failed.
-    if (commit.command !== 'COMMIT') throw new Error('The transaction was rolled back at COMMIT: one of its statements failed');
-    return flags;
+    if (outcome.command !== 'COMMIT') throw new Error('The transaction was rolled back at COMMIT: one of its statements failed');
+    return outcome.flags;
   }
 
-  private sendCommit(): Promise<[QueryResult, QueryResult] | null> {
+  private sendCommit(): Promise<{ flags: QueryResult; command: string } | null> {
     if (!this.committing) {
-      this.committing = !this.begun
-        ? Promise.resolve(null)
-        : Promise.all([this.commitFlags ? this.enqueue(this.commitFlags) : Promise.resolve(EMPTY), this.enqueue(COMMIT)]);
+      if (!this.pending && this.sent.length === 0) {
+        this.committing = Promise.resolve(null);
+      } else {
+        const flags = this.commitFlags ? this.enqueue(this.commitFlags) : Promise.resolve(EMPTY);
+        // The whole transaction in this tick's batch: PostgreSQL commits it at the batch's Sync.
+        const command =
+          this.sent.length === 0 ? this.pending!.commitsAtSync().then(() => 'COMMIT') : this.enqueue(COMMIT).then((result) => result.command);
+        this.committing = Promise.all([flags, command]).then(([flagsRead, ended]) => ({ flags: flagsRead, command: ended }));
+      }
       // Waited for by `run` unless the work failed first: then only its rollback matters.
       this.committing.catch(() => undefined);
     }
@@ -113,18 +123,12 @@ export class Transaction implements Db {
   }
 
   /**
-   * Adds a statement to this tick's batch; the batch leaves on the next tick, with BEGIN in front if it
-   * is the transaction's first. The connection is in pipeline mode: a batch is written at once, not
-   * after the previous one's answer, and PostgreSQL runs them in order.
+   * Adds a statement to this tick's batch, which leaves on the next tick (pipeline mode: at once, not
+   * after the previous batch's answer; PostgreSQL runs them in order).
    */
   private enqueue(sql: Statement, values: unknown[] = []): Promise<QueryResult> {
     if (!this.pending) {
       const batch = (this.pending = new Batch());
-      if (!this.begun) {
-        this.begun = true;
-        // Its failure fails every statement behind it.
-        batch.add(BEGIN).catch(() => undefined);
-      }
       process.nextTick(() => this.flush(batch));
     }
     return this.pending.add(sql, values);
@@ -133,6 +137,12 @@ export class Transaction implements Db {
   private flush(batch: Batch): void {
     if (this.pending !== batch) return;
     this.pending = undefined;
+    // The first batch opens a transaction block unless it is the whole transaction (its commit in it).
+    if (this.sent.length === 0 && !this.committing) {
+      this.explicit = true;
+      // Its failure fails every statement behind it.
+      batch.addFirst(BEGIN).catch(() => undefined);
+    }
     this.sent.push(batch);
     // A Query subclass, which pg queues like its own (see Batch).
     (this.client as unknown as { query(batch: Batch): unknown }).query(batch);
@@ -148,9 +158,11 @@ export class Transaction implements Db {
       const runner = this.dataSource.createQueryRunner();
       Object.assign(runner, { databaseConnection: this.client, isTransactionActive: true });
       this.typeorm = runner.manager;
-      // TypeORM's statements are its own, sent without BEGIN: it must have been sent already.
-      if (!this.begun) this.enqueue(NOOP).catch(() => undefined);
-      if (this.pending) this.flush(this.pending);
+      // TypeORM's statements are its own, each with its Sync: the transaction block must be open.
+      if (!this.explicit) {
+        this.enqueue(NOOP).catch(() => undefined);
+        this.flush(this.pending!);
+      }
     }
     return this.typeorm;
   }
@@ -176,12 +188,13 @@ export class Transaction implements Db {
    * For `run`, as the transaction ends: statements issued but not sent never leave (they reject). Says
    * whether there is anything to roll back, and whether the connection can serve again (see Batch).
    */
-  end(): { begun: boolean; reusable: boolean } {
+  end(): { open: boolean; reusable: boolean } {
     this.ended = true;
     const unsent = this.pending;
     this.pending = undefined;
     unsent?.handleError(new Error('The transaction ended before this statement was sent'));
-    return { begun: this.sent.length > 0, reusable: !this.sent.some((batch) => batch.preparedUncertain) };
+    // A batch that was the whole transaction ended it at its Sync, committed or rolled back.
+    return { open: this.explicit, reusable: !this.sent.some((batch) => batch.preparedUncertain) };
   }
 
   private assertOpen(): void {
@@ -234,9 +247,9 @@ export class Database implements Db {
       transaction.end();
       return result;
     } catch (error) {
-      const { begun } = transaction.end();
+      const { open } = transaction.end();
       // A connection that cannot even roll back is not given back to the pool.
-      if (begun) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      if (open) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
       if (!transaction.end().reusable) broken ??= new Error('A statement prepared on this connection may not exist');

@@ -1,4 +1,4 @@
-import { Connection } from 'pg';
+import { Client, Connection } from 'pg';
 import { StatementSkipped } from '../../src/database/batch';
 import { Database, statement, Transaction } from '../../src/database/database';
 import { waitFor } from '../support/processes';
@@ -109,7 +109,7 @@ describe('Database transactions: all or nothing', () => {
     expect(await labels()).toEqual(['after']);
   });
 
-  it('sends the statements issued together, BEGIN and COMMIT included, as one batch that PostgreSQL answers at one Sync', async () => {
+  it('sends the statements issued together as one batch that PostgreSQL answers at one Sync', async () => {
     await t.db.query('TRUNCATE tx_probe');
     const syncs = jest.spyOn(Connection.prototype, 'sync');
     try {
@@ -128,6 +128,35 @@ describe('Database transactions: all or nothing', () => {
       syncs.mockRestore();
     }
     expect(await labels()).toEqual(['four', 'one', 'three', 'two']);
+  });
+
+  it('commits a transaction sent as one batch at its Sync, without BEGIN or COMMIT, and keeps all of it out when any part fails, its commit included', async () => {
+    await t.db.query('TRUNCATE tx_probe');
+    const rollbacks = jest.spyOn(Client.prototype, 'query');
+    const sentRollback = () => rollbacks.mock.calls.some(([sql]) => sql === 'ROLLBACK');
+    try {
+      await db.run((tx) => Promise.all([tx.query(INSERT_PROBE, ['one']), tx.queryAndCommit(INSERT_PROBE, ['two'])]));
+      expect(await labels()).toEqual(['one', 'two']);
+      await expect(db.run((tx) => Promise.all([tx.query(INSERT_PROBE, ['three']), tx.queryAndCommit(INSERT_PROBE, [null])]))).rejects.toMatchObject({ code: '23502' });
+      // PostgreSQL's own error at the commit, after every statement was answered.
+      await t.db.query(`CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.label = 'refused at commit' THEN RAISE EXCEPTION 'refused at commit'; END IF; RETURN NULL; END $$`);
+      await t.db.query(`CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON tx_probe DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()`);
+      try {
+        const answered: string[] = [];
+        await expect(
+          db.run((tx) => Promise.all([tx.query(INSERT_PROBE, ['four']).then(() => answered.push('four')), tx.queryAndCommit(INSERT_PROBE, ['refused at commit']).then(() => answered.push('last'))])),
+        ).rejects.toThrow('refused at commit');
+        expect(answered).toEqual(['four', 'last']);
+      } finally {
+        await t.db.query('DROP TRIGGER refuse_at_commit ON tx_probe');
+      }
+      // Rolled back by PostgreSQL at the Sync: nothing left to roll back.
+      expect(sentRollback()).toBe(false);
+    } finally {
+      rollbacks.mockRestore();
+    }
+    expect(await labels()).toEqual(['one', 'two']);
   });
 
   it('gives up a connection whose batch failed at a statement it was preparing, and keeps one whose failed statement was prepared before', async () => {
