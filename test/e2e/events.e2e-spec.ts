@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import { cancelDocument, documentBody, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
 import { holdDocumentInsert } from '../support/database';
+import { waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
 
 interface FeedEvent {
@@ -15,6 +16,12 @@ interface FeedEvent {
 describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
   let t: TestApp;
   const feed = (key: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/events${query}`, headers: { 'x-api-key': key } });
+  /**
+   * Waits until the feed shows `count` events. It shows an event once every older writing transaction on
+   * the server has ended, whatever its database: another test file's may still be running for a while.
+   */
+  const settled = (key: string, count: number) =>
+    waitFor(async () => (await feed(key, '?limit=100')).json().data.length >= count, `${count} events in the feed`, 45_000);
 
   beforeAll(async () => {
     t = await startTestApp();
@@ -34,6 +41,7 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
     const doc = (await postDocument(t.app, mine.key, documentBody(mine.source))).json();
     await postDocument(t.app, other.key, documentBody(other.source));
     await cancelDocument(t.app, mine.key, doc.id);
+    await settled(mine.key, 2);
 
     const res = await feed(mine.key);
     const { data, nextCursor, hasMore } = res.json() as { data: FeedEvent[]; nextCursor: string; hasMore: boolean };
@@ -52,6 +60,7 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
   it('pages with after and limit, with hasMore telling whether to go on', async () => {
     const source = await newSourceWithKey(t.app);
     for (let i = 0; i < 5; i++) await postDocument(t.app, source.key, documentBody(source.source));
+    await settled(source.key, 5);
     const first = (await feed(source.key, '?limit=2')).json();
     expect(first.data).toHaveLength(2);
     expect(first.hasMore).toBe(true);
@@ -94,7 +103,10 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
     );
     writing = false;
     await poller;
-    while (await poll());
+    // Every change is committed now, but the feed shows an event only once every older transaction on the
+    // server has ended, whatever its database: another test file's may still be running for a while.
+    const deadline = Date.now() + 45_000;
+    while (seen.length < 40 && Date.now() < deadline) if (!(await poll())) await new Promise((r) => setTimeout(r, 100));
 
     expect(seen).toHaveLength(40);
     expect(new Set(seen.map((e) => e.id)).size).toBe(40);
@@ -143,6 +155,12 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
 describe('event feed with many writers of one source', () => {
   let t: TestApp;
   const feed = (key: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/events${query}`, headers: { 'x-api-key': key } });
+  /**
+   * Waits until the feed shows `count` events. It shows an event once every older writing transaction on
+   * the server has ended, whatever its database: another test file's may still be running for a while.
+   */
+  const settled = (key: string, count: number) =>
+    waitFor(async () => (await feed(key, '?limit=100')).json().data.length >= count, `${count} events in the feed`, 45_000);
 
   beforeAll(async () => {
     // The held create below waits on a lock for as long as the others take: no lock or statement timeout cuts it off.

@@ -51,8 +51,9 @@ describe('push notifications (CONTRACT §2.6)', () => {
   };
   const feed = async (key: IssuedKey): Promise<FeedEvent[]> =>
     (await t.app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': key.key } })).json().data;
-  const eventOf = async (key: IssuedKey, documentId: string, type = 'document.created') =>
-    (await feed(key)).find((e) => e.documentId === documentId && e.type === type)!;
+  /** Waited for: the feed shows an event once every older writing transaction on the server has ended (another test file's, say). */
+  const eventOf = (key: IssuedKey, documentId: string, type = 'document.created') =>
+    waitFor(async () => (await feed(key)).find((e) => e.documentId === documentId && e.type === type), `the ${type} event in the feed`, 45_000);
   const deliveries = async (key: IssuedKey, endpointId: string, query = '') => (await api(key, 'GET', `/${endpointId}/deliveries${query}`)).json();
   const deliveryOf = async (key: IssuedKey, endpointId: string, eventId: string) =>
     (await deliveries(key, endpointId)).data.find((d: { eventId: string }) => d.eventId === eventId);

@@ -31,6 +31,16 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
   const newDocument = async (providerReference = reference()) =>
     (await postDocument(t.app, acme.key, documentBody(acme.source, { providerReference }))).json();
   const send = (body: unknown, secret = TEST_WEBHOOK_SECRET) => sendWebhook(t.app, signedWebhook(secret, body));
+  /**
+   * The feed's events of a document once there are `count`: the feed shows an event only once every older
+   * writing transaction on the server has ended, whatever its database (another test file's, say).
+   */
+  const eventsOf = (documentId: string, count: number) =>
+    waitFor(async () => {
+      const data = (await t.app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': acme.key } })).json().data;
+      const mine = data.filter((e: { documentId: string }) => e.documentId === documentId);
+      return mine.length >= count && mine;
+    }, `${count} events of the document in the feed`, 45_000);
 
   beforeAll(async () => {
     t = await startTestApp({ env: { BANK_WEBHOOK_SECRET_PREVIOUS: PREVIOUS_SECRET } });
@@ -57,8 +67,8 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
       const after = await documentNow(doc.id);
       expect(after.status).toBe('PAID');
       expect(after.payment).toEqual({ status: 'PAID', lastEventId: event.eventId, updatedAt: expect.any(String) });
-      const feed = (await t.app.inject({ method: 'GET', url: '/api/v1/events', headers: { 'x-api-key': acme.key } })).json().data;
-      expect(feed.filter((e: { documentId: string }) => e.documentId === doc.id).map((e: { type: string; status: string }) => [e.type, e.status])).toEqual([
+      const feed = await eventsOf(doc.id, 2);
+      expect(feed.map((e: { type: string; status: string }) => [e.type, e.status])).toEqual([
         ['document.created', 'PENDING_PAYMENT'],
         ['document.status_changed', 'PAID'],
       ]);
@@ -315,8 +325,8 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
       const doc = created.json();
       expect(doc).toMatchObject({ status: 'PAID', payment: { status: 'PAID', lastEventId: paid.eventId } });
       for (const e of [failed, paid]) expect((await stored(e.eventId))[0]).toMatchObject({ outcome: 'applied', document_id: doc.id, processed_at: expect.any(Date) });
-      const feed = (await t.app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': acme.key } })).json().data;
-      expect(feed.filter((e: { documentId: string }) => e.documentId === doc.id).map((e: { status: string }) => e.status)).toEqual([
+      const feed = await eventsOf(doc.id, 3);
+      expect(feed.map((e: { status: string }) => e.status)).toEqual([
         'PENDING_PAYMENT',
         'PAYMENT_FAILED',
         'PAID',

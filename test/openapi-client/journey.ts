@@ -34,7 +34,12 @@ export async function runJourney(baseUrl: string, adminToken: string, source: st
   if (!first.data || !again.data) throw new Error(`creating failed: ${first.response.status} / ${again.response.status}`);
 
   const list = await client.GET('/api/v1/documents', { params: { query: { limit: 10, type: 'INVOICE' } } });
-  const feed = await client.GET('/api/v1/events', { params: { query: { limit: 100 } } });
+  // The feed shows an event once every older writing transaction on the server has ended, whatever its database.
+  let feed = await client.GET('/api/v1/events', { params: { query: { limit: 100 } } });
+  for (const deadline = Date.now() + 45_000; feed.data?.data.length === 0 && Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 100));
+    feed = await client.GET('/api/v1/events', { params: { query: { limit: 100 } } });
+  }
   if (!list.data || !feed.data) throw new Error(`reading failed: ${list.response.status} / ${feed.response.status}`);
 
   const missing = await client.GET('/api/v1/documents/{id}', { params: { path: { id: '00000000-0000-4000-8000-000000000000' } } });
