@@ -18,7 +18,9 @@ interface Entry {
 /** What pg's Connection offers a query as it submits itself (pg's own Query uses the same calls). */
 interface Wire {
   stream: { cork?: () => void; uncork?: () => void };
+  /** Statements known to this connection, and those pg's own queries have sent a Parse for. */
   parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
   parse(message: { name: string; text: string }): void;
   bind(message: { statement: string; values: unknown[]; valueMapper: (value: unknown) => unknown }): void;
   describe(message: { type: 'P'; name: string }): void;
@@ -123,7 +125,7 @@ export class Batch extends pg.Query {
     connection.stream.cork?.();
     try {
       this.entries.forEach(({ statement, values }, index) => {
-        if (connection.parsedStatements[statement.name] === undefined) {
+        if (connection.parsedStatements[statement.name] === undefined && connection.submittedNamedStatements[statement.name] === undefined) {
           connection.parse({ name: statement.name, text: statement.text });
           connection.parsedStatements[statement.name] = statement.text;
           this.preparing.add(index);
