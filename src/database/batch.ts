@@ -22,7 +22,7 @@ interface Wire {
   parsedStatements: Record<string, string>;
   submittedNamedStatements: Record<string, string>;
   parse(message: { name: string; text: string }): void;
-  bind(message: { statement: string; values: unknown[]; valueMapper: (value: unknown) => unknown }): void;
+  bind(message: { statement: string; values: unknown[] }): void;
   describe(message: { type: 'P'; name: string }): void;
   execute(message: { portal: string }): void;
   sync(): void;
@@ -49,6 +49,21 @@ const pg = require('pg') as { Query: new (config: { text: string }) => PgQuery; 
 const prepareValue = (require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown }).prepareValue;
 
 /**
+ * Tells each Batch of `connection`'s which of its Parse messages PostgreSQL answered, in order: pg's own
+ * bookkeeping of prepared statements follows only its own queries. The batch answered is pg's active
+ * query (in pipeline mode too, queries are answered one after the other). Once per connection.
+ */
+const followed = new WeakSet<object>();
+export function followParses(client: { connection: { on(event: 'parseComplete', listener: () => void): void } }): void {
+  if (followed.has(client)) return;
+  followed.add(client);
+  client.connection.on('parseComplete', () => {
+    const active = (client as unknown as { _activeQuery?: unknown })._activeQuery;
+    if (active instanceof Batch) active.parsed();
+  });
+}
+
+/**
  * Named statements sent to PostgreSQL as one unit with a single Sync: PostgreSQL runs them in order and
  * sends all their answers in one write, where pg's query-per-statement (each with its own Sync) makes
  * it answer, and flush, statement by statement, and makes this process read them one by one. Measured
@@ -62,6 +77,10 @@ const prepareValue = (require('pg/lib/utils') as { prepareValue: (value: unknown
  * Outside a transaction block (no BEGIN before it), a batch is a transaction of its own: PostgreSQL
  * runs its statements in one implicit transaction and commits it at the Sync, or rolls it back if one
  * failed. `commitsAtSync` says when that commit is known.
+ *
+ * A statement is prepared (Parse) by the first batch that uses it on a connection, and is known to the
+ * connection once PostgreSQL has answered that Parse (followParses): after a failure, a statement whose
+ * Parse was answered is not prepared again, and one whose Parse was not is.
  */
 export class Batch extends pg.Query {
   private readonly entries: Entry[] = [];
@@ -69,22 +88,28 @@ export class Batch extends pg.Query {
   private next = 0;
   private result?: PgResult;
   private rowError?: Error;
-  /** Entries prepared (Parse) by this batch: PostgreSQL may not have kept them if it failed. */
-  private readonly preparing = new Set<number>();
+  /** Entries this batch sends a Parse for, in order, until PostgreSQL answers it (see followParses). */
+  private readonly preparing: number[] = [];
   private connection?: Wire;
-  /**
-   * Set when the batch failed at a statement it was preparing: whether PostgreSQL kept that statement
-   * is unknown, so the connection must not be used again (a second Parse of the name would fail).
-   */
-  preparedUncertain = false;
   /** Settled with the implicit transaction's commit at the Sync (see commitsAtSync). */
   private syncCommit?: { promise: Promise<void>; resolve(): void; reject(error: Error): void };
+  /** Resolved once PostgreSQL has answered the whole batch, or the connection failed. */
+  readonly answered: Promise<void>;
+  private markAnswered!: () => void;
+  /** The client-side bound on waiting for the answer (pg's query_timeout, per query: here per batch). */
+  query_timeout?: number;
 
-  constructor() {
+  /** `transactionStatus`: the connection's state as of its last ReadyForQuery (pg's getTransactionStatus). */
+  constructor(private readonly transactionStatus: () => string | null) {
     super({ text: 'batch' });
     // Every entry is settled here. pg wraps the callback (its query_timeout timer is cleared there), so
     // the batch calls it once it has settled.
     this.callback = () => undefined;
+    this.answered = new Promise((resolve) => (this.markAnswered = resolve));
+  }
+
+  get size(): number {
+    return this.entries.length;
   }
 
   /** The statements and their values, in order. */
@@ -121,16 +146,24 @@ export class Batch extends pg.Query {
   }
 
   submit(connection: Wire): Error | null {
+    let parameters: unknown[][];
+    try {
+      // Mapped before anything is written: a value that cannot be sent fails the batch, not half of it.
+      parameters = this.entries.map(({ values }) => values.map((value) => prepareValue(value)));
+    } catch (error) {
+      return error as Error;
+    }
     this.connection = connection;
     connection.stream.cork?.();
     try {
-      this.entries.forEach(({ statement, values }, index) => {
+      this.entries.forEach(({ statement }, index) => {
         if (connection.parsedStatements[statement.name] === undefined && connection.submittedNamedStatements[statement.name] === undefined) {
           connection.parse({ name: statement.name, text: statement.text });
+          // Until PostgreSQL answers: no later query on this connection sends a second Parse of it.
           connection.parsedStatements[statement.name] = statement.text;
-          this.preparing.add(index);
+          this.preparing.push(index);
         }
-        connection.bind({ statement: statement.name, values, valueMapper: prepareValue });
+        connection.bind({ statement: statement.name, values: parameters[index] });
         connection.describe({ type: 'P', name: '' });
         connection.execute({ portal: '' });
       });
@@ -139,6 +172,11 @@ export class Batch extends pg.Query {
       connection.stream.uncork?.();
     }
     return null;
+  }
+
+  /** PostgreSQL answered the next of this batch's Parse messages: that statement is known to the connection. */
+  parsed(): void {
+    this.preparing.shift();
   }
 
   handleRowDescription(message: { fields: unknown[] }): void {
@@ -160,6 +198,7 @@ export class Batch extends pg.Query {
     result.addCommandComplete(message);
     this.result = undefined;
     const entry = this.entries[this.next++];
+    if (!entry) return;
     if (this.rowError) {
       entry.reject(this.rowError);
       this.rowError = undefined;
@@ -169,24 +208,25 @@ export class Batch extends pg.Query {
   }
 
   handleEmptyQuery(): void {
-    this.entries[this.next++].resolve(new pg.Result());
+    this.entries[this.next++]?.resolve(new pg.Result());
   }
 
   /** A statement failed (PostgreSQL's error), or the connection did: the rest of the batch never ran. */
   handleError(error: Error): void {
-    const failed = this.next;
-    for (const index of this.preparing) {
-      if (index > failed) delete this.connection?.parsedStatements[this.entries[index].statement.name];
+    // The Parse messages PostgreSQL did not answer (it failed at or before them) made nothing.
+    for (const index of this.preparing) delete this.connection?.parsedStatements[this.entries[index].statement.name];
+    this.preparing.length = 0;
+    if (!this.connection) {
+      // Never sent (a value it could not send, or its transaction ended first): every statement fails with the reason.
+      for (const entry of this.entries) entry.reject(error);
+    } else {
+      this.entries[this.next]?.reject(error);
+      for (const entry of this.entries.slice(this.next + 1)) entry.reject(new StatementSkipped(entry.statement.name));
     }
-    if (this.preparing.has(failed)) {
-      delete this.connection?.parsedStatements[this.entries[failed].statement.name];
-      this.preparedUncertain = true;
-    }
-    this.entries[failed]?.reject(error);
-    for (const entry of this.entries.slice(failed + 1)) entry.reject(new StatementSkipped(entry.statement.name));
     this.next = this.entries.length;
     this.syncCommit?.reject(error);
     this.callback?.(error);
+    this.markAnswered();
   }
 
   handleReadyForQuery(): void {
@@ -194,7 +234,11 @@ export class Batch extends pg.Query {
     const unanswered = this.entries.slice(this.next);
     for (const entry of unanswered) entry.reject(new StatementSkipped(entry.statement.name));
     if (unanswered.length > 0) this.syncCommit?.reject(new StatementSkipped(unanswered[0].statement.name));
+    // Committed only if the connection is out of any transaction now ('I'): a batch sent into an open
+    // transaction block would have committed nothing.
+    else if (this.transactionStatus() !== 'I') this.syncCommit?.reject(new Error('The batch did not end its transaction at the Sync'));
     else this.syncCommit?.resolve();
     this.callback?.(null);
+    this.markAnswered();
   }
 }

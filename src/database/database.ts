@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
-import { Batch } from './batch';
+import { Batch, followParses } from './batch';
 
 /** A named SQL statement: each pooled connection parses and plans it once, then only binds values. */
 export interface Statement {
@@ -128,7 +128,7 @@ export class Transaction implements Db {
    */
   private enqueue(sql: Statement, values: unknown[] = []): Promise<QueryResult> {
     if (!this.pending) {
-      const batch = (this.pending = new Batch());
+      const batch = (this.pending = new Batch(() => this.client.getTransactionStatus()));
       process.nextTick(() => this.flush(batch));
     }
     return this.pending.add(sql, values);
@@ -144,8 +144,18 @@ export class Transaction implements Db {
       batch.addFirst(BEGIN).catch(() => undefined);
     }
     this.sent.push(batch);
+    // pg bounds the wait for each query's answer (query_timeout, each statement's bound and a slack): a batch
+    // is several statements, each bounded by PostgreSQL's statement_timeout.
+    const perStatement = (this.client as unknown as { connectionParameters: { query_timeout?: number } }).connectionParameters.query_timeout;
+    if (perStatement) batch.query_timeout = perStatement * batch.size;
+    followParses(this.client as unknown as Parameters<typeof followParses>[0]);
     // A Query subclass, which pg queues like its own (see Batch).
     (this.client as unknown as { query(batch: Batch): unknown }).query(batch);
+  }
+
+  /** Resolves once PostgreSQL has answered every batch sent (or the connection failed). */
+  settled(): Promise<unknown> {
+    return Promise.all(this.sent.map((batch) => batch.answered));
   }
 
   /** Made on first use: the hot paths never need it. Its queries go after every statement already issued. */
@@ -186,15 +196,15 @@ export class Transaction implements Db {
 
   /**
    * For `run`, as the transaction ends: statements issued but not sent never leave (they reject). Says
-   * whether there is anything to roll back, and whether the connection can serve again (see Batch).
+   * whether a transaction block is open, to be rolled back.
    */
-  end(): { open: boolean; reusable: boolean } {
+  end(): { open: boolean } {
     this.ended = true;
     const unsent = this.pending;
     this.pending = undefined;
     unsent?.handleError(new Error('The transaction ended before this statement was sent'));
-    // A batch that was the whole transaction ended it at its Sync, committed or rolled back.
-    return { open: this.explicit, reusable: !this.sent.some((batch) => batch.preparedUncertain) };
+    // A batch that is the whole transaction ends it at its Sync, committed or rolled back.
+    return { open: this.explicit };
   }
 
   private assertOpen(): void {
@@ -252,7 +262,10 @@ export class Database implements Db {
       if (open) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
-      if (!transaction.end().reusable) broken ??= new Error('A statement prepared on this connection may not exist');
+      transaction.end();
+      // The connection goes back once every batch is answered, and only if no transaction is left open on it.
+      await transaction.settled();
+      if (client.getTransactionStatus() !== 'I') broken ??= new Error('The connection is still inside a transaction');
       release(broken);
     }
   }

@@ -1,8 +1,8 @@
 import { Client, Connection } from 'pg';
 import { StatementSkipped } from '../../src/database/batch';
 import { Database, statement, Transaction } from '../../src/database/database';
-import { waitFor } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
+import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
 const SET_FLAG = statement('test-set-flag', `SELECT set_config('test.flag', 'on', true)`);
 const NOOP = statement('test-noop', 'SELECT 1');
@@ -159,25 +159,42 @@ describe('Database transactions: all or nothing', () => {
     expect(await labels()).toEqual(['one', 'two']);
   });
 
-  it('gives up a connection whose batch failed at a statement it was preparing, and keeps one whose failed statement was prepared before', async () => {
-    /** The backend of a transaction whose statement `failing` fails, used once before in it (`prepared`) or not. */
-    const backendOf = async (failing: typeof INSERT_PROBE, prepared: boolean) => {
+  it('keeps a connection whose batch failed at a statement it was preparing, and knows whether PostgreSQL kept the statement', async () => {
+    /** The backend that ran `statement` (issued with the look-up of its pid), and how the statement ended. */
+    const attempt = async (failing: typeof INSERT_PROBE, value: string | null) => {
       let pid = 0;
-      await db
+      const outcome = await db
         .run(async (tx) => {
-          [[{ pid }]] = await Promise.all([tx.query<{ pid: number }>(BACKEND_PID), prepared ? tx.query(failing, ['prepared']) : undefined]);
-          await tx.query(failing, [null]);
+          const [looked, ran] = await Promise.allSettled([tx.query<{ pid: number }>(BACKEND_PID), tx.query(failing, [value])]);
+          if (looked.status === 'fulfilled') pid = looked.value[0].pid;
+          if (ran.status === 'rejected') throw ran.reason;
         })
-        .catch(() => undefined);
-      return pid;
+        .then(
+          () => 'ran',
+          (error: { code?: string }) => error.code ?? 'failed',
+        );
+      return { pid, outcome };
     };
-    const alive = async (pid: number) => (await t.db.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 1;
-    // Whether PostgreSQL kept a statement whose first use failed is not known: its connection is closed.
-    const fresh = await backendOf(statement(`test-insert-once-${Date.now()}`, 'INSERT INTO tx_probe (label) VALUES ($1)'), false);
-    await waitFor(async () => !(await alive(fresh)), 'the connection given up', 5_000);
-    // A statement known to the connection fails like any other: the connection stays.
-    const known = await backendOf(statement(`test-insert-twice-${Date.now()}`, 'INSERT INTO tx_probe (label) VALUES ($1)'), true);
-    expect(await alive(known)).toBe(true);
+    // Parsed, then failed when run: PostgreSQL keeps the statement; the connection (the pool hands back the last
+    // one returned) runs it again without a second Parse, which would fail with 42P05.
+    const kept = statement(`test-kept-${Date.now()}`, 'INSERT INTO tx_probe (label) VALUES ($1)');
+    const first = await attempt(kept, null);
+    expect(first.outcome).toBe('23502');
+    expect(await attempt(kept, 'kept')).toEqual({ pid: first.pid, outcome: 'ran' });
+    // Refused at the Parse: nothing kept, so it is parsed again next time (no 26000 "does not exist").
+    const late = statement(`test-late-${Date.now()}`, 'INSERT INTO tx_probe_late (label) VALUES ($1)');
+    expect((await attempt(late, 'early')).outcome).toBe('42P01');
+    await t.db.query('CREATE TABLE tx_probe_late (label text)');
+    expect(await attempt(late, 'late')).toEqual({ pid: first.pid, outcome: 'ran' });
+  });
+
+  it('fails a batch one of whose values cannot be sent before writing any of it, and the connection goes on serving', async () => {
+    await t.db.query('TRUNCATE tx_probe');
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    await expect(db.run((tx) => Promise.all([tx.query(INSERT_PROBE, ['before']), tx.query(INSERT_PROBE, [circular])]))).rejects.toThrow(/circular/i);
+    await db.run((tx) => tx.queryAndCommit(INSERT_PROBE, ['after']));
+    expect(await labels()).toEqual(['after']);
   });
 
   it('refuses a statement after queryAndCommit', async () => {
@@ -268,5 +285,35 @@ describe('Database transactions: the client-side read timeout', () => {
     const [{ pid }] = await db.run((tx) => tx.queryAndCommit<{ pid: number }>(BACKEND_PID));
     await new Promise((r) => setTimeout(r, 2_500));
     expect((await t.db.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount).toBe(1);
+  });
+});
+
+describe('Database transactions: connections go back clean', () => {
+  let t: TestApp;
+
+  beforeAll(async () => (t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '100000' } })));
+  afterAll(() => t.close());
+
+  it('leaves no connection inside a transaction after a burst of creates, replays, conflicts, refusals and bank events', async () => {
+    const { key, source } = await newSourceWithKey(t.app);
+    const shared = newIdempotencyKey();
+    const body = documentBody(source, { providerReference: `PAY-CLEAN-${Date.now()}` });
+    const statuses = await Promise.all([
+      // One key sent ten times at once: one create, the rest replays or "in use".
+      ...Array.from({ length: 10 }, () => postDocument(t.app, key, body, shared)),
+      ...Array.from({ length: 20 }, (_, i) => postDocument(t.app, key, documentBody(source, i % 2 ? {} : { providerReference: `PAY-CLEAN-${i}-${Date.now()}` }))),
+      ...Array.from({ length: 10 }, () => postDocument(t.app, key, documentBody(source, { totalAmount: 'many' }))),
+      ...Array.from({ length: 10 }, (_, i) =>
+        sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, { eventId: `evt-clean-${i % 5}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: body.providerReference })),
+      ),
+    ]).then((responses) => responses.map((res) => res.statusCode));
+    expect(statuses.filter((code) => ![200, 201, 409, 422].includes(code))).toEqual([]);
+    expect(statuses.filter((code) => code === 422)).toHaveLength(10);
+
+    // Every request has been answered: none of the gateway's connections may be left inside a transaction.
+    const database = new URL(t.databaseUrl).pathname.slice(1);
+    const states = await t.db.query<{ state: string }>('SELECT state FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND state IS NOT NULL', [database]);
+    expect(states.rows.length).toBeGreaterThan(0);
+    expect(states.rows.filter(({ state }) => state.startsWith('idle in transaction'))).toEqual([]);
   });
 });
