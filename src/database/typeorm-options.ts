@@ -27,7 +27,9 @@ const CLIENT_TIMEOUT_SLACK_MS = 2000;
  * runner all build their DataSource from here. Schema changes only ever come from migrations.
  */
 export function buildDataSourceOptions({ url, poolSize = 10, connectionLifetimeSeconds = 60, timeouts }: DatabaseSettings): DataSourceOptions {
-  const sessionSettings = ['-c idle_in_transaction_session_timeout=30000'];
+  // DateStyle ISO whatever the server's or the database's default: a date is read as text in the answers
+  // (a create's is written in Node before the database replies, as ISO), and pg parses ISO timestamps.
+  const sessionSettings = ['-c idle_in_transaction_session_timeout=30000', '-c DateStyle=ISO'];
   if (timeouts) sessionSettings.push(`-c statement_timeout=${timeouts.statementMs}`, `-c lock_timeout=${timeouts.lockMs}`);
   return {
     type: 'postgres',

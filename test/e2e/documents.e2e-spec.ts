@@ -56,6 +56,22 @@ describe('documents API (CONTRACT §2.3)', () => {
       );
     });
 
+    it("answers dates as YYYY-MM-DD, in the create's answer and in reads alike, whatever the database's DateStyle", async () => {
+      const database = new URL(t.databaseUrl).pathname.slice(1);
+      await db.query(`ALTER DATABASE ${database} SET datestyle = 'SQL, DMY'`);
+      // New connections get the database's DateStyle, unless the gateway's session settings override it.
+      const other = await startTestApp({ databaseUrl: t.databaseUrl, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
+      try {
+        const created = await postDocument(other.app, acme.key, documentBody(acme.source, { issueDate: '2026-02-03' }));
+        const read = await other.app.inject({ method: 'GET', url: created.headers.location as string, headers: { 'x-api-key': acme.key } });
+        expect([created.json().issueDate, read.json().issueDate]).toEqual(['2026-02-03', '2026-02-03']);
+        expect(read.body).toBe(created.body);
+      } finally {
+        await other.close();
+        await db.query(`ALTER DATABASE ${database} RESET datestyle`);
+      }
+    });
+
     it('creates the document: 201, Location, and every field of the contract', async () => {
       const body = documentBody(acme.source, { providerReference: `PAY-${Date.now()}`, metadata: { costCenter: 'CC-42' }, totalAmount: '1234567890.1234', taxAmount: '0.5' });
       const res = await postDocument(t.app, acme.key, body);
