@@ -70,7 +70,7 @@ export const RESERVED_KEYS: ReadonlySet<string> = new Set(['constructor', '__pro
 const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /** Why a string cannot be stored as sent, or null. */
-function unstorableText(text: string): string | null {
+export function unstorableText(text: string): string | null {
   if (text.includes('\u0000')) return 'must not contain NUL characters';
   // UTF-8 cannot encode it: PostgreSQL text would get U+FFFD instead, and jsonb refuses the escape outright.
   if (LONE_SURROGATE.test(text)) return 'must not contain an unpaired surrogate (\\ud800-\\udfff alone)';

@@ -2,6 +2,7 @@ import { createParamDecorator, ExecutionContext, Injectable, Logger, OnModuleIni
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error';
 import { mediaTypeRefusal } from '../common/http-hooks';
+import { unstorableText } from '../common/json-body-parser';
 import { FieldError } from '../common/error-codes';
 import { AppConfig } from '../config/app-config';
 import { SignatureVerdict, SignedRequest, verifyWebhookSignature } from './webhook-signature';
@@ -67,8 +68,13 @@ function parsePayload(rawBody: Buffer): PaymentStatusPayload {
   const errors: FieldError[] = [];
   for (const field of PAYLOAD_FIELDS) {
     const v = (value as Record<string, unknown>)[field];
-    if (typeof v !== 'string' || v.length === 0 || v.length > MAX_FIELD_LENGTH) errors.push({ field, message: `must be a non-empty string of at most ${MAX_FIELD_LENGTH} characters` });
-    else if (v.includes('\u0000')) errors.push({ field, message: 'must not contain NUL characters' });
+    if (typeof v !== 'string' || v.length === 0 || v.length > MAX_FIELD_LENGTH) {
+      errors.push({ field, message: `must be a non-empty string of at most ${MAX_FIELD_LENGTH} characters` });
+      continue;
+    }
+    // Stored as text: an unpaired surrogate would become U+FFFD, and two eventIds one event.
+    const unstorable = unstorableText(v);
+    if (unstorable) errors.push({ field, message: unstorable });
   }
   if (errors.length) throw AppError.validation(errors, 'The webhook body is malformed');
   return Object.fromEntries(PAYLOAD_FIELDS.map((f) => [f, (value as Record<string, string>)[f]])) as unknown as PaymentStatusPayload;

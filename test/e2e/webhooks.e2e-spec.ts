@@ -182,6 +182,8 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
       ['a numeric providerReference', { eventId: 'e1', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 42 }, 'providerReference'],
       ['a 256-character eventType', { eventId: 'e1', eventType: 'E'.repeat(256), status: 'PAID', providerReference: 'P' }, 'eventType'],
       ['a NUL character in eventId', { eventId: 'e\u00001', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'P' }, 'eventId'],
+      // As text, "e\ud800" and "e\ud801" would both be stored as "e\ufffd": one event, the other a duplicate never applied.
+      ['an unpaired surrogate in eventId', { eventId: 'e\ud800', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'P' }, 'eventId'],
     ])('refuses %s', async (_name, body, field) => {
       const before = await deliveries();
       const res = await send(body);
