@@ -63,25 +63,31 @@ function isOn(setting: string): string {
 
 /**
  * The claim, in one statement: the transaction-scoped advisory lock (so a duplicate in flight gets
- * 409 at once instead of waiting) and, once it is held, a placeholder record and the operation's
- * own lock ($6, $7; waited for). The placeholder's ON CONFLICT sees records committed after this
- * statement's snapshot was taken, so a request that finished just before the lock was free can
- * never run twice; an expired record is taken over. A fresh claim sets CLAIM_HELD.
+ * 409 at once instead of waiting) and, once it is held, the key's record and the operation's own lock
+ * ($6, $7; waited for). The record's ON CONFLICT sees records committed after this statement's snapshot
+ * was taken, so a request that finished just before the lock was free can never run twice; an expired
+ * record is taken over. A fresh claim sets CLAIM_HELD. The record holds the answer ($8 status, $9 body
+ * with the transaction's time where $11 stands, $10 location) when it is known in advance, a placeholder
+ * (status 0) otherwise; either way no other transaction sees it before the answer is in it.
  */
 const CLAIM = statement(
   'idempotency-claim',
   `WITH claim AS (SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed),
         placeholder AS (
-          INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at)
-          SELECT $2, $3, $4, 0, '', now() + make_interval(secs => $5) FROM claim WHERE claimed
+          INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, response_location, expires_at)
+          SELECT $2, $3, $4, $8, replace($9, $11, '"' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'), $10,
+                 now() + make_interval(secs => $5)
+            FROM claim WHERE claimed
           ON CONFLICT (source, idempotency_key) DO UPDATE SET
-            fingerprint = EXCLUDED.fingerprint, response_status = 0, response_body = '', response_location = NULL,
-            created_at = now(), expires_at = EXCLUDED.expires_at
+            fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status, response_body = EXCLUDED.response_body,
+            response_location = EXCLUDED.response_location, created_at = now(), expires_at = EXCLUDED.expires_at
           WHERE idempotency_records.expires_at <= now()
-          RETURNING 1),
+          RETURNING response_body),
         held AS (SELECT set_config('${CLAIM_HELD_SETTING}', 'on', true) FROM placeholder),
         also AS (SELECT pg_advisory_xact_lock($6::int, hashtext($7)) FROM claim WHERE claimed AND $7::text IS NOT NULL)
-   SELECT claimed, EXISTS (SELECT 1 FROM held) AS fresh, (SELECT count(*) FROM also) AS also FROM claim`,
+   SELECT claimed, EXISTS (SELECT 1 FROM held) AS fresh, (SELECT response_body FROM placeholder) AS body,
+          (SELECT count(*) FROM also) AS also
+     FROM claim`,
 );
 
 const STORE_ANSWER = statement(
@@ -91,21 +97,15 @@ const STORE_ANSWER = statement(
 );
 
 /**
- * An answer in advance, sent with the claim and the operation: stored in the claim's record if the
- * operation marked it done, with the transaction's time where $6 (TRANSACTION_TIME as JSON) stands;
- * otherwise, under a fresh claim, the record is withdrawn, so nothing of the request commits.
+ * Ends an answer in advance, sent last with the COMMIT: the claim stored the answer; if the operation
+ * did not mark the work done, the record is withdrawn under the fresh claim, so nothing of the request
+ * commits. Says whether the answer stands.
  */
-const STORE_IN_ADVANCE = statement(
-  'idempotency-store-in-advance',
-  `WITH stored AS (
-     UPDATE idempotency_records
-        SET response_status = $3, response_location = $5,
-            response_body = replace($4, $6, '"' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"')
-      WHERE source = $1 AND idempotency_key = $2 AND ${CLAIM_HELD} AND ${ANSWERED}
-     RETURNING response_body),
-   withdrawn AS (
+const SETTLE_IN_ADVANCE = statement(
+  'idempotency-settle-in-advance',
+  `WITH withdrawn AS (
      DELETE FROM idempotency_records WHERE source = $1 AND idempotency_key = $2 AND ${CLAIM_HELD} AND NOT ${ANSWERED})
-   SELECT (SELECT response_body FROM stored) AS body`,
+   SELECT ${CLAIM_HELD} AND ${ANSWERED} AS answered`,
 );
 
 const PURGE_EXPIRED = statement(
@@ -119,8 +119,10 @@ const PURGE_EXPIRED = statement(
 
 type Outcome = { kind: 'in_use' } | { kind: 'reused' } | { kind: 'replay'; answer: StoredAnswer } | { kind: 'done'; answer: Answer } | { kind: 'refused'; error: AppError };
 type Performed = { outcome: Outcome; answer: Answer } | { error: unknown };
-/** What the claim statement answers. */
-type Claim = { claimed: boolean; fresh: boolean };
+/** What the claim statement answers: `body` is the record's answer (with its time) when the claim is fresh. */
+type Claim = { claimed: boolean; fresh: boolean; body: string | null };
+/** A placeholder's answer, until the operation's is stored. */
+const NO_ANSWER: Answer = { status: 0, body: '', location: null };
 
 /** Thrown out of the transaction of a request that did not get a fresh claim, so that nothing of it commits. */
 class NotClaimed extends Error {
@@ -216,23 +218,16 @@ export class IdempotencyService {
    * record was withdrawn), and it must run the general way.
    */
   private async runInAdvance(call: IdempotentCall, operation: IdempotentOperation, inAdvance: AnswerInAdvance<unknown>): Promise<Outcome | null> {
-    const location = operation.location ?? null;
-    const [claim, stored] = await this.db.run(async (tx) => {
-      const [claim, , [stored]] = await Promise.all([
-        this.claim(tx, call, operation.lock),
+    const answer = { status: call.successStatus, body: JSON.stringify(inAdvance.answer), location: operation.location ?? null };
+    const [claim, settled] = await this.db.run(async (tx) => {
+      const [claim, , [settled]] = await Promise.all([
+        this.claim(tx, call, operation.lock, answer),
         inAdvance.send(tx),
-        tx.queryAndCommit<{ body: string | null }>(STORE_IN_ADVANCE, [
-          call.source,
-          call.key,
-          call.successStatus,
-          JSON.stringify(inAdvance.answer),
-          location,
-          TRANSACTION_TIME_JSON,
-        ]),
+        tx.queryAndCommit<{ answered: boolean }>(SETTLE_IN_ADVANCE, [call.source, call.key]),
       ]);
-      return [claim, stored] as const;
+      return [claim, settled] as const;
     });
-    if (stored.body !== null) return { kind: 'done', answer: { status: call.successStatus, body: stored.body, location } };
+    if (settled.answered) return { kind: 'done', answer: { ...answer, body: claim.body! } };
     return this.outcomeOfClaim(this.db, call, claim);
   }
 
@@ -259,8 +254,8 @@ export class IdempotencyService {
     }
   }
 
-  /** Sends the claim statement; `lock`, the operation's own, is taken with it. */
-  private claim(tx: Transaction, call: IdempotentCall, lock?: AdvisoryLock): Promise<Claim> {
+  /** Sends the claim statement; `lock`, the operation's own, is taken with it, and `answer` stored if known in advance. */
+  private claim(tx: Transaction, call: IdempotentCall, lock?: AdvisoryLock, answer: Answer = NO_ANSWER): Promise<Claim> {
     const claim = tx.query<Claim>(CLAIM, [
       claimLockKey(call.source, call.key),
       call.source,
@@ -269,6 +264,10 @@ export class IdempotencyService {
       this.config.IDEMPOTENCY_TTL_SECONDS,
       lock?.namespace ?? 0,
       lock?.key ?? null,
+      answer.status,
+      answer.body,
+      answer.location,
+      TRANSACTION_TIME_JSON,
     ]);
     // The claim takes the lock when it wins; when it loses, the operation writes nothing (or does not
     // run at all), so for the operation the lock is as good as held either way.
