@@ -73,7 +73,7 @@ function isOn(setting: string): string {
 const CLAIM = statement(
   'idempotency-claim',
   `WITH claim AS (SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed),
-        placeholder AS (
+        record AS (
           INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, response_location, expires_at)
           SELECT $2, $3, $4, $8, replace($9, $11, '"' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'), $10,
                  now() + make_interval(secs => $5)
@@ -83,9 +83,9 @@ const CLAIM = statement(
             response_location = EXCLUDED.response_location, created_at = now(), expires_at = EXCLUDED.expires_at
           WHERE idempotency_records.expires_at <= now()
           RETURNING response_body),
-        held AS (SELECT set_config('${CLAIM_HELD_SETTING}', 'on', true) FROM placeholder),
+        held AS (SELECT set_config('${CLAIM_HELD_SETTING}', 'on', true) FROM record),
         also AS (SELECT pg_advisory_xact_lock($6::int, hashtext($7)) FROM claim WHERE claimed AND $7::text IS NOT NULL)
-   SELECT claimed, EXISTS (SELECT 1 FROM held) AS fresh, (SELECT response_body FROM placeholder) AS body,
+   SELECT claimed, EXISTS (SELECT 1 FROM held) AS fresh, (SELECT response_body FROM record) AS body,
           (SELECT count(*) FROM also) AS also
      FROM claim`,
 );
