@@ -49,7 +49,7 @@ const pg = require('pg') as { Query: new (config: { text: string }) => PgQuery; 
 const prepareValue = (require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown }).prepareValue;
 
 /**
- * Tells each Batch of `connection`'s which of its Parse messages PostgreSQL answered, in order: pg's own
+ * Tells each Batch on `client`'s connection which of its Parse messages PostgreSQL answered, in order: pg's own
  * bookkeeping of prepared statements follows only its own queries. The batch answered is pg's active
  * query (in pipeline mode too, queries are answered one after the other). Once per connection.
  */
