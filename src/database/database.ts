@@ -144,13 +144,14 @@ export class Transaction implements Db {
       batch.addFirst(BEGIN).catch(() => undefined);
     }
     this.sent.push(batch);
+    const client = this.client as unknown as PgClientInternals;
     // pg bounds the wait for each query's answer (query_timeout, each statement's bound and a slack): a batch
     // is several statements, each bounded by PostgreSQL's statement_timeout.
-    const perStatement = (this.client as unknown as { connectionParameters: { query_timeout?: number } }).connectionParameters.query_timeout;
+    const perStatement = client.connectionParameters.query_timeout;
     if (perStatement) batch.query_timeout = perStatement * batch.size;
-    followParses(this.client as unknown as Parameters<typeof followParses>[0]);
+    followParses(client);
     // A Query subclass, which pg queues like its own (see Batch).
-    (this.client as unknown as { query(batch: Batch): unknown }).query(batch);
+    client.query(batch);
   }
 
   /** Resolves once PostgreSQL has answered every batch sent (or the connection failed). */
@@ -213,6 +214,9 @@ export class Transaction implements Db {
   }
 }
 
+/** What a Transaction uses of pg's client beyond its declared API. */
+type PgClientInternals = Parameters<typeof followParses>[0] & { connectionParameters: { query_timeout?: number }; query(batch: Batch): unknown };
+
 const NOOP = statement('transaction-noop', 'SELECT 1');
 const EMPTY = { command: 'SELECT', rowCount: 0, oid: 0, fields: [], rows: [] } as QueryResult;
 
@@ -254,7 +258,6 @@ export class Database implements Db {
     try {
       const result = await work(transaction);
       await this.commit(transaction);
-      transaction.end();
       return result;
     } catch (error) {
       const { open } = transaction.end();

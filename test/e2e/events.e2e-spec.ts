@@ -1,27 +1,12 @@
 import { Client } from 'pg';
-import { cancelDocument, documentBody, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
+import { cancelDocument, documentBody, FeedEvent, feedOnceReady, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
 import { holdDocumentInsert } from '../support/database';
-import { waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
-
-interface FeedEvent {
-  id: string;
-  type: string;
-  documentId: string;
-  status: string;
-  previousStatus: string | null;
-  createdAt: string;
-}
 
 describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
   let t: TestApp;
   const feed = (key: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/events${query}`, headers: { 'x-api-key': key } });
-  /**
-   * Waits until the feed shows `count` events. It shows an event once every older writing transaction on
-   * the server has ended, whatever its database: another test file's may still be running for a while.
-   */
-  const settled = (key: string, count: number) =>
-    waitFor(async () => (await feed(key, '?limit=100')).json().data.length >= count, `${count} events in the feed`, 45_000);
+  const settled = (key: string, count: number) => feedOnceReady(t.app, key, (events) => events.length >= count, `${count} events in the feed`);
 
   beforeAll(async () => {
     t = await startTestApp();
@@ -155,12 +140,6 @@ describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
 describe('event feed with many writers of one source', () => {
   let t: TestApp;
   const feed = (key: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/events${query}`, headers: { 'x-api-key': key } });
-  /**
-   * Waits until the feed shows `count` events. It shows an event once every older writing transaction on
-   * the server has ended, whatever its database: another test file's may still be running for a while.
-   */
-  const settled = (key: string, count: number) =>
-    waitFor(async () => (await feed(key, '?limit=100')).json().data.length >= count, `${count} events in the feed`, 45_000);
 
   beforeAll(async () => {
     // The held create below waits on a lock for as long as the others take: no lock or statement timeout cuts it off.

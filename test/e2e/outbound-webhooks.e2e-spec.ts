@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories';
+import { documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories';
 import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.service';
 import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load';
 import { holdInsert } from '../support/database';
@@ -14,14 +14,6 @@ const ENV = {
   OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '2',
   OUTBOUND_WEBHOOKS_LEASE_SECONDS: '10',
 };
-
-interface FeedEvent {
-  id: string;
-  type: string;
-  documentId: string;
-  status: string;
-  createdAt: string;
-}
 
 describe('push notifications (CONTRACT §2.6)', () => {
   let t: TestApp;
@@ -49,11 +41,8 @@ describe('push notifications (CONTRACT §2.6)', () => {
     expect(res.statusCode).toBe(201);
     return res.json() as { id: string };
   };
-  const feed = async (key: IssuedKey): Promise<FeedEvent[]> =>
-    (await t.app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': key.key } })).json().data;
-  /** Waited for: the feed shows an event once every older writing transaction on the server has ended (another test file's, say). */
   const eventOf = (key: IssuedKey, documentId: string, type = 'document.created') =>
-    waitFor(async () => (await feed(key)).find((e) => e.documentId === documentId && e.type === type), `the ${type} event in the feed`, 45_000);
+    feedOnceReady(t.app, key.key, (events) => events.find((e) => e.documentId === documentId && e.type === type), `the ${type} event in the feed`);
   const deliveries = async (key: IssuedKey, endpointId: string, query = '') => (await api(key, 'GET', `/${endpointId}/deliveries${query}`)).json();
   const deliveryOf = async (key: IssuedKey, endpointId: string, eventId: string) =>
     (await deliveries(key, endpointId)).data.find((d: { eventId: string }) => d.eventId === eventId);

@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { providerReferenceLock } from '../../src/documents/document-payments.service';
 import { DocumentStatus, transition } from '../../src/documents/lifecycle';
-import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { adminHeaders, documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { waitFor } from '../support/processes';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
@@ -31,16 +31,17 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
   const newDocument = async (providerReference = reference()) =>
     (await postDocument(t.app, acme.key, documentBody(acme.source, { providerReference }))).json();
   const send = (body: unknown, secret = TEST_WEBHOOK_SECRET) => sendWebhook(t.app, signedWebhook(secret, body));
-  /**
-   * The feed's events of a document once there are `count`: the feed shows an event only once every older
-   * writing transaction on the server has ended, whatever its database (another test file's, say).
-   */
+  /** The feed's events of a document, once there are `count`. */
   const eventsOf = (documentId: string, count: number) =>
-    waitFor(async () => {
-      const data = (await t.app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': acme.key } })).json().data;
-      const mine = data.filter((e: { documentId: string }) => e.documentId === documentId);
-      return mine.length >= count && mine;
-    }, `${count} events of the document in the feed`, 45_000);
+    feedOnceReady(
+      t.app,
+      acme.key,
+      (events) => {
+        const mine = events.filter((e) => e.documentId === documentId);
+        return mine.length >= count && mine;
+      },
+      `${count} events of the document in the feed`,
+    );
 
   beforeAll(async () => {
     t = await startTestApp({ env: { BANK_WEBHOOK_SECRET_PREVIOUS: PREVIOUS_SECRET } });

@@ -1,6 +1,7 @@
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomBytes } from 'node:crypto';
 import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
+import { waitFor } from './processes';
 import { TEST_ADMIN_TOKEN } from './test-app';
 
 export const adminHeaders = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
@@ -72,4 +73,23 @@ export function signedWebhook(secret: string, body: unknown, timestamp = new Dat
 
 export function sendWebhook(app: NestFastifyApplication, delivery: { raw: string | Buffer; headers: Record<string, string> }) {
   return app.inject({ method: 'POST', url: BANK_WEBHOOK_PATH, headers: delivery.headers, payload: delivery.raw });
+}
+
+/** An event of the feed as `GET /api/v1/events` answers it. */
+export interface FeedEvent {
+  id: string;
+  type: string;
+  documentId: string;
+  status: string;
+  previousStatus: string | null;
+  createdAt: string;
+}
+
+/**
+ * The source's feed (its first 100 events) once `ready` finds in it what the test waits for. The feed shows
+ * an event only once every older writing transaction on the server has ended, whatever its database (another
+ * test file's, say), so a test that has just written waits, up to 45 s.
+ */
+export function feedOnceReady<T>(app: NestFastifyApplication, key: string, ready: (events: FeedEvent[]) => T | undefined | false, what: string): Promise<T> {
+  return waitFor(async () => ready((await app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': key } })).json().data), what, 45_000);
 }
