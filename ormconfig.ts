@@ -12,5 +12,5 @@ import { loadEnvFile } from './src/startup/env-file';
 export default (async () => {
   loadEnvFile();
   const { url } = await locateDatabase(loadConfig());
-  return new DataSource(buildDataSourceOptions({ url }));
+  return new DataSource(buildDataSourceOptions(url));
 })();

@@ -8,7 +8,6 @@ import { ProblemDetailsFilter } from './common/problem-details.filter';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
-import { DatabaseContextModule } from './database/database-context.module';
 import { DatabaseModule } from './database/database.module';
 import { DocumentsModule } from './documents/documents.module';
 import { HealthModule } from './health/health.module';
@@ -35,8 +34,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config),
         LoggingModule.forRoot(config, logDestination),
-        DatabaseModule.forRoot(config, databaseUrl),
-        DatabaseContextModule,
+        DatabaseModule.forRoot(databaseUrl),
         ScheduleModule.forRoot(),
         HealthModule,
         MetricsModule,

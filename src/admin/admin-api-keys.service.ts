@@ -20,10 +20,10 @@ export class AdminApiKeysService {
     if (expiresAt && expiresAt <= new Date()) {
       throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
     }
-    return this.db.run(async (tx) => {
-      const { entity, key } = await this.apiKeys.issue(tx, { source: input.source, name: input.name, expiresAt });
-      await this.audit.record(tx, { action: 'api_key.created', keyId: entity.id, source: entity.source, remoteAddress });
-      return { ...ApiKeysService.view(entity), key };
+    return this.db.transaction(async (tx) => {
+      const { row, key } = await this.apiKeys.issue(tx, { source: input.source, name: input.name, expiresAt });
+      await this.audit.record(tx, { action: 'api_key.created', keyId: row.id, source: row.source, remoteAddress });
+      return { ...ApiKeysService.view(row), key };
     });
   }
 
@@ -36,7 +36,7 @@ export class AdminApiKeysService {
   }
 
   revoke(id: string, remoteAddress: string): Promise<ApiKeyView> {
-    return this.db.run(async (tx) => {
+    return this.db.transaction(async (tx) => {
       const key = await this.apiKeys.revoke(tx, id);
       await this.audit.record(tx, { action: 'api_key.revoked', keyId: key.id, source: key.source, remoteAddress });
       return ApiKeysService.view(key);
@@ -44,11 +44,11 @@ export class AdminApiKeysService {
   }
 
   rotate(id: string, graceSeconds: number, remoteAddress: string): Promise<IssuedKeyView> {
-    return this.db.run(async (tx) => {
+    return this.db.transaction(async (tx) => {
       const { old, issued } = await this.apiKeys.rotate(tx, id, graceSeconds);
       await this.audit.record(tx, { action: 'api_key.rotated', keyId: old.id, source: old.source, remoteAddress });
-      await this.audit.record(tx, { action: 'api_key.created', keyId: issued.entity.id, source: old.source, remoteAddress });
-      return { ...ApiKeysService.view(issued.entity), key: issued.key };
+      await this.audit.record(tx, { action: 'api_key.created', keyId: issued.row.id, source: old.source, remoteAddress });
+      return { ...ApiKeysService.view(issued.row), key: issued.key };
     });
   }
 }

@@ -5,7 +5,7 @@ import { ApiProblems } from '../common/problem.dto';
 import { ADMIN_TOKEN_SCHEME } from '../openapi/api-description';
 import { AdminApiKeysService } from './admin-api-keys.service';
 import { AdminTokenGuard } from './admin-token.guard';
-import { WebhookEventsService } from '../webhooks/webhook-events.service';
+import { PaymentsService } from '../documents/payments.service';
 import { AuditLogService } from './audit-log.service';
 import {
   ApiKeyListDto,
@@ -37,7 +37,7 @@ export class AdminApiController {
   constructor(
     private readonly keys: AdminApiKeysService,
     private readonly audit: AuditLogService,
-    private readonly webhookEvents: WebhookEventsService,
+    private readonly payments: PaymentsService,
   ) {}
 
   @Post('api-keys')
@@ -117,6 +117,6 @@ export class AdminApiController {
   @ApiOkResponse({ type: WebhookEventPageDto })
   @ApiProblems('VALIDATION_ERROR')
   async listWebhookEvents(@Query() query: WebhookEventsQueryDto): Promise<WebhookEventPageDto> {
-    return { data: await this.webhookEvents.list({ outcome: query.status, limit: query.limit ?? 50 }) };
+    return { data: await this.payments.list({ outcome: query.status, limit: query.limit ?? 50 }) };
   }
 }

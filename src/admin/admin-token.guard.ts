@@ -2,7 +2,8 @@ import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/commo
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error';
 import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-failures.service';
-import { ADMIN_TOKEN, tokensMatch } from './admin-token';
+import { tokensMatch } from '../common/constant-time';
+import { ADMIN_TOKEN } from './admin-token';
 
 @Injectable()
 export class AdminTokenGuard implements CanActivate {

@@ -1,5 +1,5 @@
 import { Logger, Provider } from '@nestjs/common';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { AppConfig } from '../config/app-config';
 
 export const ADMIN_TOKEN = Symbol('ADMIN_TOKEN');
@@ -17,9 +17,3 @@ export const adminTokenProvider: Provider = {
     return randomBytes(32).toString('base64url');
   },
 };
-
-/** Compares digests, so neither the content nor the length of the real token leaks through timing. */
-export function tokensMatch(presented: string, expected: string): boolean {
-  const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
-  return timingSafeEqual(digest(presented), digest(expected));
-}

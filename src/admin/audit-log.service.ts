@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { Database, Transaction } from '../database/database';
-import { AuditAction, AuditLogEntity } from './audit-log.entity';
+import { Transaction } from '../database/database';
+import { AuditAction } from './audit-log.entity';
+import { AuditLogRepository } from './audit-log.repository';
 
 export interface AuditEntryView {
   id: string;
@@ -13,22 +14,14 @@ export interface AuditEntryView {
 
 @Injectable()
 export class AuditLogService {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly entries: AuditLogRepository) {}
 
   /** Written in the change's own transaction, so an entry exists exactly when its change does. */
   async record(tx: Transaction, entry: { action: AuditAction; keyId: string; source: string; remoteAddress: string }): Promise<void> {
-    await tx.manager.insert(AuditLogEntity, entry);
+    await this.entries.insert(tx, entry);
   }
 
   async recent(limit: number): Promise<AuditEntryView[]> {
-    const rows = await this.db.manager.find(AuditLogEntity, { order: { id: 'DESC' }, take: limit });
-    return rows.map((row) => ({
-      id: row.id,
-      action: row.action,
-      keyId: row.keyId,
-      source: row.source,
-      remoteAddress: row.remoteAddress,
-      createdAt: row.createdAt.toISOString(),
-    }));
+    return (await this.entries.recent(limit)).map((row) => ({ ...row, createdAt: row.createdAt.toISOString() }));
   }
 }

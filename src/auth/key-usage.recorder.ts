@@ -1,16 +1,10 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { Database, statement } from '../database/database';
+import { describeFailure } from '../common/database-failure';
+import { ApiKeysRepository } from './api-keys.repository';
 
 const FLUSH_INTERVAL_MS = 5000;
 export const KEY_USAGE_FLUSH_JOB = 'key-usage-flush';
-
-const RECORD_USAGE = statement(
-  'api-key-usage',
-  `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, u.used_at)
-     FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, used_at)
-    WHERE k.id = u.id`,
-);
 
 /**
  * Remembers when each key was last used and writes it in one statement every few seconds, so an
@@ -21,7 +15,7 @@ export class KeyUsageRecorder implements BeforeApplicationShutdown {
   private readonly logger = new Logger(KeyUsageRecorder.name);
   private pending = new Map<string, Date>();
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly keys: ApiKeysRepository) {}
 
   record(keyId: string): void {
     this.pending.set(keyId, new Date());
@@ -33,11 +27,11 @@ export class KeyUsageRecorder implements BeforeApplicationShutdown {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      await this.db.query(RECORD_USAGE, [[...batch.keys()], [...batch.values()].map((d) => d.toISOString())]);
+      await this.keys.recordUsage(batch);
     } catch (error) {
       // Keep what could not be written for the next round, unless a newer use replaced it.
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
-      this.logger.warn({ code: (error as { code?: unknown }).code }, 'Could not record key usage; will retry');
+      this.logger.warn(describeFailure(error), 'Could not record key usage; will retry');
     }
   }
 

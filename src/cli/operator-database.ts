@@ -1,11 +1,14 @@
 import { DataSource } from 'typeorm';
 import { AdminApiKeysService } from '../admin/admin-api-keys.service';
+import { AuditLogRepository } from '../admin/audit-log.repository';
 import { AuditLogService } from '../admin/audit-log.service';
+import { ApiKeysRepository } from '../auth/api-keys.repository';
 import { ApiKeysService } from '../auth/api-keys.service';
+import { KeyUsageRecorder } from '../auth/key-usage.recorder';
 import { AppConfig } from '../config/app-config';
+import { createDatabase } from '../database/database.module';
 import { locateDatabase } from '../database/database-location';
 import { runMigrations } from '../database/migrations-runner';
-import { Database } from '../database/database';
 import { buildDataSourceOptions } from '../database/typeorm-options';
 
 export interface OperatorDatabase {
@@ -20,7 +23,7 @@ export class OperatorError extends Error {}
  * under DATA_DIR; one a running gateway owns is shared and left running), with the schema brought up to
  * date the way the gateway does it at start. Only a command that writes (`create: true`) may initialise a
  * new embedded cluster; reading from one that does not exist is an error, not an empty answer. The
- * services are wired by hand rather than through a Nest context: four constructors, no bootstrap logging,
+ * services are wired by hand rather than through a Nest context: a few constructors, no bootstrap logging,
  * no retry loop, and a database that is down fails at once.
  */
 export async function openOperatorDatabase(
@@ -31,9 +34,11 @@ export async function openOperatorDatabase(
   const database = await locateDatabase(config, { create });
   // On stderr with the other diagnostics: an operator with the wrong DATA_DIR sees it at once.
   notice(`Using ${database.description}`);
-  const dataSource = new DataSource(buildDataSourceOptions({ url: database.url, poolSize: 2 }));
+  const dataSource = new DataSource(buildDataSourceOptions(database.url));
+  let db: ReturnType<typeof createDatabase> | undefined;
   const close = async () => {
     if (dataSource.isInitialized) await dataSource.destroy();
+    await db?.onApplicationShutdown();
     await database.release();
   };
   try {
@@ -51,6 +56,10 @@ export async function openOperatorDatabase(
     await close();
     throw error;
   }
-  const db = new Database(dataSource);
-  return { admin: new AdminApiKeysService(db, new ApiKeysService(db), new AuditLogService(db)), close };
+  // Schema work done, the data source's connections go; the commands use the gateway's own data access.
+  await dataSource.destroy();
+  db = createDatabase({ url: database.url, poolSize: 2, lifetimeSeconds: 60, applicationName: 'tax-document-gateway-cli' });
+  const keys = new ApiKeysRepository(db);
+  const apiKeys = new ApiKeysService(db, keys, new KeyUsageRecorder(keys));
+  return { admin: new AdminApiKeysService(db, apiKeys, new AuditLogService(new AuditLogRepository(db))), close };
 }

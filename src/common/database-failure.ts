@@ -37,14 +37,10 @@ const BY_MESSAGE: [RegExp, DatabaseFailure][] = [
 export function databaseFailureOf(error: unknown): DatabaseFailure | null {
   // Duck-typed: driver errors may come from another realm (worker, VM), where instanceof fails.
   if (typeof error !== 'object' || error === null) return null;
-  const { code, message, driverError } = error as { code?: unknown; message?: unknown; driverError?: unknown };
+  const { code, message } = error as { code?: unknown; message?: unknown };
   if (typeof code === 'string') {
     if (UNREACHABLE_ERRNOS.has(code)) return 'unreachable';
     const cause = bySqlState(code);
-    if (cause) return cause;
-  }
-  if (driverError && driverError !== error) {
-    const cause = databaseFailureOf(driverError);
     if (cause) return cause;
   }
   if (typeof message !== 'string') return null;
@@ -53,4 +49,28 @@ export function databaseFailureOf(error: unknown): DatabaseFailure | null {
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   return databaseFailureOf(error) !== null;
+}
+
+/**
+ * Whether the connection itself is gone or unusable (as opposed to a statement PostgreSQL refused or
+ * timed out on a connection that still works): such a connection is closed, never given back.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  const failure = databaseFailureOf(error);
+  // pg gives up on a connection whose answer did not come in time (its read timeout) and closes it.
+  return failure === 'unreachable' || failure === 'session_ended' || /Query read timeout/i.test(String((error as { message?: unknown })?.message));
+}
+
+/**
+ * What a log line says of a failure: its cause (a DatabaseFailure, or the error's SQLSTATE or name) and
+ * PostgreSQL's own message, never the SQL or the values it was sent with.
+ */
+export function describeFailure(error: unknown): { cause: string; code?: string; message?: string } {
+  const { code, name, message } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; name?: unknown; message?: unknown };
+  const failure = databaseFailureOf(error);
+  return {
+    cause: failure ?? (typeof code === 'string' ? code : typeof name === 'string' ? name : 'unknown'),
+    ...(typeof code === 'string' ? { code } : {}),
+    ...(typeof message === 'string' ? { message: message.slice(0, 200) } : { message: String(error).slice(0, 200) }),
+  };
 }

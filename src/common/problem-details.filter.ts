@@ -1,6 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { IdempotentReplay } from '../idempotency/idempotent-replay';
 import { databaseFailureOf } from './database-failure';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
@@ -11,10 +10,7 @@ function loggable(error: unknown): Record<string, unknown> {
   return { type: name, message, code, stack };
 }
 
-/**
- * One filter for every failure of every route, the HTTP layer's own errors and unknown routes
- * included. It also sends idempotent replays, which reach it as an IdempotentReplay.
- */
+/** One filter for every failure of every route, the HTTP layer's own errors and unknown routes included. */
 @Catch()
 export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
@@ -22,7 +18,6 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    if (exception instanceof IdempotentReplay) return this.replay(reply, exception);
     const problem = toProblem(exception, request.url.split('?')[0], String(request.id));
     const databaseFailure = databaseFailureOf(exception);
     if (problem.unexpected) {
@@ -34,15 +29,5 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     // Set here too: a few paths into this filter (a bad URL on the not-found router) skip the hooks.
     reply.header('X-Request-Id', request.id);
     reply.status(problem.body.status).headers(problem.headers).type(PROBLEM_CONTENT_TYPE).send(problem.body);
-  }
-
-  /** The stored answer of an earlier request with the same idempotency key, as it was sent then. */
-  private replay(reply: FastifyReply, stored: IdempotentReplay): void {
-    if (stored.location) reply.header('Location', stored.location);
-    reply
-      .status(stored.status)
-      .header('Idempotent-Replayed', 'true')
-      .type(stored.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8')
-      .send(stored.body);
   }
 }

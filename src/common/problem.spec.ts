@@ -69,7 +69,7 @@ describe('databaseFailureOf', () => {
     [pgError('57014', 'canceling statement due to statement timeout'), 'statement_timeout', '5'],
     [new Error('Query read timeout'), 'statement_timeout', '5'],
     [pgError('55P03', 'canceling statement due to lock timeout'), 'lock_timeout', '1'],
-    [{ message: 'query failed', driverError: pgError('55P03') }, 'lock_timeout', '1'],
+    [pgError('08006', 'connection failure'), 'unreachable', '5'],
   ])('names the cause of %p and answers 503 with its own wording', (error, cause, retryAfter) => {
     expect(databaseFailureOf(error)).toBe(cause);
     const problem = toProblem(error, '/x', 'r');

@@ -15,7 +15,7 @@ async function main(command: string | undefined): Promise<void> {
   loadEnvFile();
   const config = loadConfig();
   const database = await locateDatabase(config);
-  const dataSource = await new DataSource(buildDataSourceOptions({ url: database.url })).initialize();
+  const dataSource = await new DataSource(buildDataSourceOptions(database.url)).initialize();
   try {
     if (command === 'run') {
       const applied = await runMigrations(dataSource);

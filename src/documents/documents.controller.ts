@@ -1,15 +1,12 @@
-import { Body, Controller, createParamDecorator, ExecutionContext, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
 import { CurrentKey } from '../auth/authenticated-key';
-import { ReadsWithKey } from '../auth/read-with-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
 import { Idempotent } from '../idempotency/idempotency.interceptor';
 import { operation } from '../idempotency/idempotent-operation';
 import type { IdempotentOperation } from '../idempotency/idempotent-operation';
-import { DocumentEntity } from './document.entity';
-import { DOCUMENT_BY_ID, DocumentsService } from './documents.service';
+import { DocumentsService } from './documents.service';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto';
 import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
@@ -19,9 +16,6 @@ const DOCUMENT_LINKS = {
   getDocument: { operationId: 'getDocument', parameters: { id: '$response.body#/id' }, description: 'Read the document again' },
   cancelDocument: { operationId: 'cancelDocument', parameters: { id: '$response.body#/id' }, description: 'Cancel it while it awaits payment' },
 };
-
-/** The document the guard read with the API key (see DOCUMENT_BY_ID); undefined if it did not. */
-const DocumentRead = createParamDecorator((_data: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<FastifyRequest>().documentRead);
 
 @ApiTags('documents')
 @Controller('api/v1/documents')
@@ -62,14 +56,12 @@ export class DocumentsController {
   }
 
   @Get(':id')
-  @ReadsWithKey(DOCUMENT_BY_ID)
   @ApiOperation({ operationId: 'getDocument', summary: 'Read one document', description: "One of the source's documents, with its status and the bank's latest payment status." })
   @DOCUMENT_ID
   @ApiOkResponse({ type: DocumentResponseDto })
   @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')
-  // `id` is read by the guard (DOCUMENT_BY_ID); named here so that the global pipes check it like any parameter.
-  get(@CurrentKey() key: AuthenticatedKey, @Param('id') _id: string, @DocumentRead() read: DocumentEntity | null | undefined): DocumentResponseDto {
-    return this.documents.get(key, read);
+  get(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<DocumentResponseDto> {
+    return this.documents.get(key, id);
   }
 
   @Post(':id/cancel')

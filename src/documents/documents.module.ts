@@ -1,13 +1,21 @@
 import { Module } from '@nestjs/common';
+import { DocumentEventsRepository } from './document-events.repository';
 import { DocumentEventsService } from './document-events.service';
-import { DocumentPaymentsService } from './document-payments.service';
 import { DocumentsController } from './documents.controller';
+import { DocumentsRepository } from './documents.repository';
 import { DocumentsService } from './documents.service';
 import { EventsController } from './events.controller';
+import { FeedSignal } from './feed-signal';
+import { PaymentsRepository } from './payments.repository';
+import { PaymentsService } from './payments.service';
 
+/**
+ * Documents, their feed of events and their payments: the bank's payment status events are stored and
+ * applied here (the webhooks module verifies and parses the bank's deliveries and hands them over).
+ */
 @Module({
   controllers: [DocumentsController, EventsController],
-  providers: [DocumentsService, DocumentEventsService, DocumentPaymentsService],
-  exports: [DocumentsService, DocumentEventsService, DocumentPaymentsService],
+  providers: [DocumentsRepository, DocumentsService, DocumentEventsRepository, DocumentEventsService, PaymentsRepository, PaymentsService, FeedSignal],
+  exports: [DocumentsService, DocumentEventsService, PaymentsService, FeedSignal],
 })
 export class DocumentsModule {}

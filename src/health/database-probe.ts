@@ -1,7 +1,6 @@
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
-import type { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
+import { DATABASE_URL } from '../database/database.module';
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -15,11 +14,7 @@ const PROBE_TIMEOUT_MS = 2000;
 export class DatabaseProbe implements OnModuleDestroy {
   private client: Client | null = null;
   private inFlight: Promise<void> | null = null;
-  private readonly url: string;
-
-  constructor(dataSource: DataSource) {
-    this.url = (dataSource.options as PostgresConnectionOptions).url as string;
-  }
+  constructor(@Inject(DATABASE_URL) private readonly url: string) {}
 
   /** Resolves when PostgreSQL answers; rejects with the driver's error otherwise. */
   ping(): Promise<void> {

@@ -2,16 +2,15 @@ import { applyDecorators, CallHandler, ExecutionContext, HttpStatus, Injectable,
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
-import { ReadsWithKey, ReadWithKey } from '../auth/read-with-key';
-import { IdempotentOperation } from './idempotent-operation';
-import { IDEMPOTENCY_KEY_PATTERN, IdempotencyService } from './idempotency.service';
+import { PROBLEM_CONTENT_TYPE } from '../common/problem';
 import { requestFingerprint } from './fingerprint';
-import { storedAnswerColumns } from './stored-answer';
+import { IdempotencyService } from './idempotency.service';
+import { IdempotentOperation } from './idempotent-operation';
 
 /**
  * The route's request happens at most once per (source, X-Idempotency-Key); put on routes by
- * @Idempotent(). The handler returns an IdempotentOperation, which the IdempotencyService runs under
- * the claim; the answer it stores is the answer sent, byte for byte.
+ * @Idempotent(). The handler returns an IdempotentOperation, which the IdempotencyService runs under the
+ * claim; the answer it stores, or the one stored before (a replay), is sent byte for byte.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -29,16 +28,18 @@ export class IdempotencyInterceptor implements NestInterceptor {
         fingerprint: requestFingerprint(request.method, path, request.body),
         instance: path,
         requestId: String(request.id),
-        storedAnswer: request.storedAnswer,
         successStatus: Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) ?? HttpStatus.CREATED,
       },
       // The handler, and the pipes that validate its parameters, run only when the service asks.
       () => lastValueFrom(next.handle()) as Promise<IdempotentOperation>,
     );
     return from(
-      answer.then(({ body, location }) => {
+      answer.then(({ status, body, location, replayed }) => {
+        // Nest has set the route's own status before the interceptors ran; a replay may carry another.
+        reply.status(status);
         if (location) reply.header('Location', location);
-        reply.type('application/json; charset=utf-8');
+        if (replayed) reply.header('Idempotent-Replayed', 'true');
+        reply.type(status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8');
         return body;
       }),
     );
@@ -46,26 +47,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
 }
 
 /**
- * A well-formed X-Idempotency-Key's live stored answer, read with the API key: a replay then costs one
- * statement, a first request one fewer. A malformed key is not read (its 422 comes later, in order).
- */
-export const STORED_ANSWER: ReadWithKey = {
-  name: 'stored-answer',
-  sql: `SELECT ${storedAnswerColumns('r')} FROM idempotency_records r
-         WHERE r.source = k.source AND r.idempotency_key = $2::varchar AND r.expires_at > now()`,
-  parameter: ({ headers }) => {
-    const header = headers['x-idempotency-key'];
-    return typeof header === 'string' && IDEMPOTENCY_KEY_PATTERN.test(header) ? header : undefined;
-  },
-  keep: (request, { fingerprint, status, body, location }) => {
-    request.storedAnswer = fingerprint == null ? null : { fingerprint: fingerprint as string, status: status as number, body: body as string, location: (location as string | null) ?? null };
-  },
-};
-
-/**
  * Makes a POST under /api/v1 happen at most once per (source, X-Idempotency-Key); every such route
  * carries it (IdempotencyCoverage refuses to start otherwise), and its handler returns an
  * IdempotentOperation. Scoped to those routes rather than global: an interceptor on a route costs
  * Nest an rxjs pipeline per request, which reads never need.
  */
-export const Idempotent = () => applyDecorators(UseInterceptors(IdempotencyInterceptor), ReadsWithKey(STORED_ANSWER));
+export const Idempotent = () => applyDecorators(UseInterceptors(IdempotencyInterceptor));

@@ -1,34 +1,37 @@
-import type { AdvisoryLock, Transaction } from '../database/database';
+import type { Transaction } from '../database/database';
+import type { ClaimArguments } from './idempotency.repository';
 
 /**
- * What an `@Idempotent()` route's handler returns: the work its request asks for, which the
- * interceptor runs once the idempotency key is claimed, in the transaction that also stores the
- * answer. The handler itself runs before the claim (after validation) and must not touch the database.
+ * What an `@Idempotent()` route's handler returns: the work its request asks for, which the interceptor
+ * runs once the idempotency key is claimed, in the transaction that also stores the answer. The handler
+ * itself runs before the claim (after validation) and must not touch the database.
  */
 export interface IdempotentOperation<T = unknown> {
-  /** Does the work in the claim's transaction, every write through `tx`; its value is the answer, stored and sent. */
+  /**
+   * Does the work in the claim's transaction; its value is the answer, stored and sent. A refusal it
+   * throws as an AppError of a stored kind (CONTRACT §2.2) is stored and sent the same way.
+   */
   run(tx: Transaction): Promise<T>;
-  /** A lock `run` takes first (with `tx.advisoryLock`): the claim's statement takes it instead, saving a round trip. */
-  lock?: AdvisoryLock;
   /** The answer's Location header. */
   location?: string;
-  /** The same work for when its answer is known before it is done: then all of it is one round trip. */
+  /** The same work for when its answer is known before it is done: then the whole request is one statement. */
   inAdvance?: AnswerInAdvance<T>;
 }
 
 /**
- * An operation whose answer is known before the database replies: the claim, the operation's
- * statements, the stored answer and the COMMIT leave together, in one round trip. Its statements must
- * write nothing unless the claim is held (CLAIM_HELD), and the one that does the work marks it done
- * (MARK_ANSWERED). When none does (the work cannot be done this way, say a duplicate whose refusal must
- * be worked out), nothing is written and the operation runs the general way, `run`.
+ * An operation whose answer is known before the database replies. `claimAndRun` does the work in one
+ * statement that also claims the key, by calling idempotency_claim() with `claim` as its arguments: the
+ * claim writes the key's record with the answer in it, and the work is done only if the claim was made.
+ * Its outcome is `done` with the answer as stored, `not_claimed` (nothing written), or `general` when the
+ * work cannot be done that way (nothing written): then it runs the general way, `run`.
  */
 export interface AnswerInAdvance<T> {
   /** The answer, with TRANSACTION_TIME wherever the transaction's time belongs. */
   answer: T;
-  /** Sends the statements: all of them before its first `await`, so they leave with the claim. */
-  send(tx: Transaction): Promise<unknown>;
+  claimAndRun(claim: ClaimArguments): Promise<InAdvanceOutcome>;
 }
+
+export type InAdvanceOutcome = { result: 'done'; stored: string } | { result: 'not_claimed' } | { result: 'general' };
 
 /**
  * Stands, in an answer in advance, for the transaction's time (PostgreSQL's now(), as every default of

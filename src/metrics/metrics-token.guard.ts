@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { tokensMatch } from '../admin/admin-token';
+import { tokensMatch } from '../common/constant-time';
 import { AppError } from '../common/app-error';
 import { AppConfig } from '../config/app-config';
 

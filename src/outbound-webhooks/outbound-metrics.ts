@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { DataSource } from 'typeorm';
 import { MetricsService } from '../metrics/metrics.service';
+import { DeliveryClaimsRepository } from './delivery-claims.repository';
 
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'gone';
 
@@ -12,7 +11,7 @@ export class OutboundMetrics {
   private readonly attempts: Counter<'outcome'>;
   private readonly latency: Histogram<'result'>;
 
-  constructor(metrics: MetricsService, @InjectDataSource() dataSource: DataSource) {
+  constructor(metrics: MetricsService, claims: DeliveryClaimsRepository) {
     const registers = [metrics.registry];
     this.attempts = new Counter({
       name: 'outbound_webhook_attempts_total',
@@ -28,11 +27,9 @@ export class OutboundMetrics {
       registers,
     });
     // Read from the database on each scrape, so every instance reports the shared queue.
-    const dueQuery = `SELECT count(*)::int AS depth, COALESCE(EXTRACT(EPOCH FROM now() - min(d.next_attempt_at)), 0)::float8 AS oldest
-      FROM outbound_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled
-      WHERE d.status = 'pending' AND d.next_attempt_at <= now()`;
-    let latest: Promise<{ depth: number; oldest: number }> | null = null;
-    const due = () => (latest ??= dataSource.query(dueQuery).then(([row]) => row, () => ({ depth: NaN, oldest: NaN })).finally(() => setImmediate(() => (latest = null))));
+    // One query for both gauges of a scrape.
+    let latest: Promise<{ depth: number; oldestSeconds: number }> | null = null;
+    const due = () => (latest ??= claims.due().catch(() => ({ depth: NaN, oldestSeconds: NaN })).finally(() => setImmediate(() => (latest = null))));
     new Gauge({
       name: 'outbound_webhook_queue_depth',
       help: 'Push deliveries due now and not yet delivered (enabled endpoints, all instances)',
@@ -46,7 +43,7 @@ export class OutboundMetrics {
       help: 'How long the oldest due push delivery has been waiting',
       registers,
       async collect() {
-        this.set((await due()).oldest);
+        this.set((await due()).oldestSeconds);
       },
     });
   }

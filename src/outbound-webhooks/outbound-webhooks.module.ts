@@ -1,17 +1,30 @@
 import { Module } from '@nestjs/common';
+import { DocumentsModule } from '../documents/documents.module';
 import { MetricsModule } from '../metrics/metrics.module';
+import { DeliveryClaimsRepository } from './delivery-claims.repository';
 import { DeliveryWorker } from './delivery-worker';
 import { EventLoopLoad } from './event-loop-load';
+import { OutboundDeliveriesRepository } from './outbound-deliveries.repository';
 import { OutboundDeliveriesService } from './outbound-deliveries.service';
 import { OutboundMetrics } from './outbound-metrics';
 import { WebhookEndpointsController } from './webhook-endpoints.controller';
+import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { WebhookEndpointsService } from './webhook-endpoints.service';
 
 /** Push notifications: client endpoints, and the engine that delivers the feed's events to them. */
 @Module({
-  imports: [MetricsModule],
+  imports: [MetricsModule, DocumentsModule],
   controllers: [WebhookEndpointsController],
-  providers: [WebhookEndpointsService, OutboundDeliveriesService, OutboundMetrics, EventLoopLoad, DeliveryWorker],
+  providers: [
+    WebhookEndpointsRepository,
+    WebhookEndpointsService,
+    OutboundDeliveriesRepository,
+    OutboundDeliveriesService,
+    DeliveryClaimsRepository,
+    OutboundMetrics,
+    EventLoopLoad,
+    DeliveryWorker,
+  ],
   exports: [WebhookEndpointsService, OutboundDeliveriesService],
 })
 export class OutboundWebhooksModule {}

@@ -3,7 +3,8 @@ import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestj
 import { TEXT_PATTERN } from '../common/json-body-parser';
 import { ApiProblems } from '../common/problem.dto';
 import { PROVIDER_STATUS_EFFECT } from '../documents/lifecycle';
-import { PAYMENT_STATUS_EVENT, WebhookEventsService } from './webhook-events.service';
+import { PAYMENT_STATUS_EVENT } from '../documents/bank-event.entity';
+import { PaymentsService } from '../documents/payments.service';
 import { BANK_WEBHOOK_PATH, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from './webhook-signature';
 import { MAX_FIELD_LENGTH, PAYLOAD_FIELDS, SignedDelivery, WebhookSignaturePipe } from './webhook-signature.pipe';
 import type { VerifiedDelivery } from './webhook-signature.pipe';
@@ -44,7 +45,7 @@ Signing with openssl: \`printf '%s' "$TS.$BODY" | openssl dgst -sha256 -hmac "$S
 @ApiTags('webhooks')
 @Controller()
 export class WebhooksController {
-  constructor(private readonly events: WebhookEventsService) {}
+  constructor(private readonly payments: PaymentsService) {}
 
   @Post(BANK_WEBHOOK_PATH)
   @HttpCode(200)
@@ -77,8 +78,8 @@ export class WebhooksController {
     schema: { type: 'object', required: ['received'], properties: { received: { type: 'boolean', enum: [true], example: true } } },
   })
   @ApiProblems('WEBHOOK_SIGNATURE_INVALID', 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE')
-  async receive(@SignedDelivery(WebhookSignaturePipe) delivery: VerifiedDelivery): Promise<{ received: true }> {
-    await this.events.receive(delivery);
+  async receive(@SignedDelivery(WebhookSignaturePipe) { payload, rawBody, signedAt }: VerifiedDelivery): Promise<{ received: true }> {
+    await this.payments.receive({ ...payload, rawBody, signedAt });
     return { received: true };
   }
 }

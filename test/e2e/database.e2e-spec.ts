@@ -2,12 +2,10 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { hashApiKey } from '../../src/auth/api-key-format';
-import { authenticateWith } from '../../src/auth/api-keys.service';
-import { ReadWithKey } from '../../src/auth/read-with-key';
-import { Database, statement } from '../../src/database/database';
-import { DOCUMENT_BY_ID } from '../../src/documents/documents.service';
-import { STORED_ANSWER } from '../../src/idempotency/idempotency.interceptor';
+import '../../src/documents/documents.repository';
+import '../../src/idempotency/idempotency.repository';
+import { createDatabase } from '../../src/database/database.module';
+import { sql, statementNamed } from '../../src/database/sql';
 import { freePort } from '../../src/database/embedded-postgres';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner';
@@ -17,9 +15,9 @@ import { newSourceWithKey } from '../support/factories';
 import { startClusterProcess, waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
 
-const BACKEND_PID = statement('test-backend-pid', 'SELECT pg_backend_pid() AS pid, pg_sleep($1)');
+const BACKEND_PID = sql('test-backend-pid', 'SELECT pg_backend_pid() AS pid, pg_sleep($1)');
 /** The sessions of the current database, or of them those with a pid in $1. */
-const ALIVE = statement('test-alive', 'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND ($1::int[] IS NULL OR pid = ANY ($1::int[]))');
+const ALIVE = sql('test-alive', 'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND ($1::int[] IS NULL OR pid = ANY ($1::int[]))');
 
 describe('database', () => {
   describe('readiness while the database goes away and comes back', () => {
@@ -64,7 +62,7 @@ describe('database', () => {
 
     beforeAll(async () => {
       url = await createTestDatabase();
-      dataSource = await new DataSource(buildDataSourceOptions({ url })).initialize();
+      dataSource = await new DataSource(buildDataSourceOptions(url)).initialize();
     });
     afterAll(async () => {
       await dataSource.destroy();
@@ -78,7 +76,7 @@ describe('database', () => {
     const applied = async (ds: DataSource) => (await ds.query('SELECT name FROM migrations ORDER BY id')).map((r: { name: string }) => r.name);
 
     it('apply once when several instances run them at the same time, under the advisory lock', async () => {
-      const others = await Promise.all([1, 2].map(() => new DataSource(buildDataSourceOptions({ url })).initialize()));
+      const others = await Promise.all([1, 2].map(() => new DataSource(buildDataSourceOptions(url)).initialize()));
       try {
         const runs = await Promise.all([dataSource, ...others].map((ds) => runMigrations(ds)));
         const total = dataSource.migrations.length;
@@ -142,14 +140,13 @@ describe('database', () => {
     it('opened together are replaced at different times, each within its lifetime', async () => {
       const lifetimeMs = 6000;
       const url = await createTestDatabase();
-      const dataSource = await new DataSource(buildDataSourceOptions({ url, connectionLifetimeSeconds: lifetimeMs / 1000 })).initialize();
+      const db = createDatabase({ url, poolSize: 10, lifetimeSeconds: lifetimeMs / 1000 });
       try {
-        const db = new Database(dataSource);
         const alive = async (pids: number[] | null) => new Set((await db.query<{ pid: number }>(ALIVE, [pids])).map((row) => row.pid));
         // Overlapping, so each of the ten takes a connection of its own.
         const onTenConnections = async (sleepSeconds: number) =>
           (await Promise.all(Array.from({ length: 10 }, () => db.query<{ pid: number }>(BACKEND_PID, [sleepSeconds])))).map(([row]) => row.pid);
-        // What the pool opened before (while TypeORM initialised) is left out: only those opened together count.
+        // What was open before (the test's own connections) is left out: only those opened together count.
         const before = await alive(null);
         const opened = (await onTenConnections(0.2)).filter((pid) => !before.has(pid));
         const openedAt = performance.now();
@@ -169,7 +166,7 @@ describe('database', () => {
         // than 15 % of that half would happen less than once in 80,000 runs; replaced together, a few ms.
         expect(Math.max(...times) - Math.min(...times)).toBeGreaterThan(0.15 * (lifetimeMs / 2));
       } finally {
-        await dataSource.destroy();
+        await db.onApplicationShutdown();
         await dropTestDatabase(url);
       }
     });
@@ -178,39 +175,39 @@ describe('database', () => {
   describe('generic plans', () => {
     // A pooled connection may keep the plan it made of a statement while a table was empty for as long as the
     // connection lives; what that plan reads must not grow with the table.
-    // Each read made with the key look-up: the table it reads (emptied first), rows to add for the key's source, a parameter.
-    const cases: Array<[string, ReadWithKey, string, string, string]> = [
+    // Each per-request look-up: the statement, the table it reads (emptied first), rows to add, its parameters.
+    const cases: Array<[string, string, string, string, (source: string) => string[]]> = [
       [
-        'its stored answer',
-        STORED_ANSWER,
+        'the stored answer of an idempotency key',
+        'idempotency-find',
         'idempotency_records',
         `INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at)
                SELECT $1, 'key-' || n, repeat('0', 64), 201, '{}', now() + interval '1 day' FROM generate_series(1, 5000) n`,
-        'not-stored-key',
+        (source) => [source, 'not-stored-key'],
       ],
       [
         'a document by id',
-        DOCUMENT_BY_ID,
+        'document-find',
         'documents',
         `INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date, currency, total_amount, tax_amount)
                SELECT $1, 'doc-' || n, 'INVOICE', 'DE123456789', 'Muster GmbH', 'DE', '2026-11-20', 'EUR', 119, 19 FROM generate_series(1, 5000) n`,
-        '9b2f0c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f',
+        () => ['9b2f0c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f'],
       ],
     ];
 
-    it.each(cases)('of the API key look-up with %s, made while its table was empty, read a few pages once it holds thousands', async (_name, read, table, fill, parameter) => {
+    it.each(cases)('of %s, made while its table was empty, read a few pages once it holds thousands', async (_name, name, table, fill, parameters) => {
       const t = await startTestApp();
       const client = t.db;
       try {
-        const key = await newSourceWithKey(t.app);
+        const { source } = await newSourceWithKey(t.app);
         await client.query('BEGIN');
         await client.query(`TRUNCATE ${table} CASCADE`);
         await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-        await client.query(`PREPARE authenticate AS ${authenticateWith(read).text}`);
-        const execute = `EXECUTE authenticate('${hashApiKey(key.key)}', '${parameter}')`;
-        expect((await client.query(execute)).rows).toEqual([expect.objectContaining({ 'key:id': key.id })]);
+        await client.query(`PREPARE lookup AS ${statementNamed(name).text}`);
+        const execute = `EXECUTE lookup(${parameters(source).map((p) => `'${p}'`).join(', ')})`;
+        expect((await client.query(execute)).rows).toEqual([]);
 
-        await client.query(fill, [key.source]);
+        await client.query(fill, [source]);
         const [{ 'QUERY PLAN': [plan] }] = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${execute}`)).rows;
         expect(plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks']).toBeLessThan(10);
       } finally {

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { SOURCE_PATTERN } from '../../src/admin/dto/api-key.dto';
+import { SOURCE_PATTERN } from '../../src/common/source';
 import { ISO_COUNTRIES, ISO_CURRENCIES } from '../../src/documents/reference-data';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../src/idempotency/idempotency.service';
 import { adminHeaders, uniqueSource } from '../support/factories';

@@ -1,4 +1,4 @@
-import { Database } from '../../src/database/database';
+import { DeliveryClaimsRepository } from '../../src/outbound-webhooks/delivery-claims.repository';
 import { DeliveryRecorder, RecordedAttempt } from '../../src/outbound-webhooks/delivery-recorder';
 import type { AttemptResult } from '../../src/outbound-webhooks/delivery-sender';
 import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
@@ -60,7 +60,7 @@ describe('recording push delivery attempts in batches', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ env: { OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true' } });
-    recorder = new DeliveryRecorder(t.app.get(Database), INSTANCE, (batch) => recorded.push(batch));
+    recorder = new DeliveryRecorder(t.app.get(DeliveryClaimsRepository), INSTANCE, (batch) => recorded.push(batch));
   });
   afterAll(() => t.close());
 

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories';
-import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.service';
+import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.repository';
 import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load';
 import { holdInsert } from '../support/database';
 import { waitFor } from '../support/processes';

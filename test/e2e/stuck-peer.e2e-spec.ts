@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DataSource } from 'typeorm';
+import { Database } from '../../src/database/database';
+import { sql } from '../../src/database/sql';
 import { freePort } from '../../src/database/embedded-postgres';
 import { cancelDocument, documentBody, newSourceWithKey, postDocument } from '../support/factories';
 import { spawnNode, Spawned, startClusterProcess, waitFor } from '../support/processes';
@@ -159,8 +160,9 @@ describe('a PostgreSQL that stops answering', () => {
     const list = () => t.app.inject({ method: 'GET', url: '/api/v1/documents', headers: { 'x-api-key': source.key } });
     // Both pool connections open (held at once, so the pool must open two), so the next request is bound
     // to take a frozen one.
-    const pool = t.app.get(DataSource);
-    await Promise.all([pool.query('SELECT pg_sleep(0.2)'), pool.query('SELECT pg_sleep(0.2)')]);
+    const pool = t.app.get(Database);
+    const sleep = sql('test-sleep', 'SELECT pg_sleep(0.2)');
+    await Promise.all([pool.query(sleep), pool.query(sleep)]);
     frozen = (
       await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)
     ).rows.map((row: { pid: number }) => row.pid);

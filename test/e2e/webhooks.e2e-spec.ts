@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { providerReferenceLock } from '../../src/documents/document-payments.service';
+import { PROVIDER_REFERENCE_LOCK_NAMESPACE } from '../../src/documents/documents.repository';
 import { DocumentStatus, transition } from '../../src/documents/lifecycle';
 import { adminHeaders, documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { waitFor } from '../support/processes';
@@ -340,7 +340,7 @@ describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONT
     // must be taken once the lock is granted, or a document committed meanwhile would be missed.
     it('are applied to a document committed while the event waited for its providerReference', async () => {
       const providerReference = reference();
-      const lock = providerReferenceLock(providerReference);
+      const lock = { namespace: PROVIDER_REFERENCE_LOCK_NAMESPACE, key: providerReference };
       const holder = new Client({ connectionString: t.databaseUrl });
       await holder.connect();
       try {

@@ -4,15 +4,14 @@ import { TEXT_PATTERN } from '../../common/json-body-parser';
 import { PageLimit } from '../../common/page-limit';
 import { AUDIT_ACTIONS } from '../audit-log.entity';
 import { OptionalField } from '../../common/validation';
-import { WEBHOOK_OUTCOMES } from '../../webhooks/webhook-event.entity';
-import type { WebhookOutcome } from '../../webhooks/webhook-event.entity';
-
-export const SOURCE_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
+import { SOURCE_PATTERN, SOURCE_RULE } from '../../common/source';
+import { BANK_EVENT_OUTCOMES } from '../../documents/bank-event.entity';
+import type { BankEventOutcome } from '../../documents/bank-event.entity';
 
 export class CreateApiKeyDto {
   @ApiProperty({ example: 'acme-erp', pattern: SOURCE_PATTERN.source, description: 'The client application the key acts for' })
   @IsString()
-  @Matches(SOURCE_PATTERN, { message: 'must be 2-63 characters of a-z, 0-9 and -, starting with a letter or digit' })
+  @Matches(SOURCE_PATTERN, { message: SOURCE_RULE })
   source: string;
 
   @ApiPropertyOptional({ example: 'ERP production', minLength: 1, maxLength: 200, pattern: TEXT_PATTERN, description: 'For people: what the key is for' })
@@ -50,10 +49,10 @@ export class LimitQueryDto {
 }
 
 export class WebhookEventsQueryDto extends LimitQueryDto {
-  @ApiPropertyOptional({ enum: WEBHOOK_OUTCOMES, description: 'Only events with this outcome' })
+  @ApiPropertyOptional({ enum: BANK_EVENT_OUTCOMES, description: 'Only events with this outcome' })
   @IsOptional()
-  @IsIn(WEBHOOK_OUTCOMES, { message: `must be one of ${WEBHOOK_OUTCOMES.join(', ')}` })
-  status?: WebhookOutcome;
+  @IsIn(BANK_EVENT_OUTCOMES, { message: `must be one of ${BANK_EVENT_OUTCOMES.join(', ')}` })
+  status?: BankEventOutcome;
 }
 
 export class ApiKeyResponseDto {
@@ -97,7 +96,7 @@ export class WebhookEventDto {
   @ApiProperty({ example: 'PAYMENT_STATUS' }) eventType: string;
   @ApiProperty({ example: 'PAID', description: 'The status as the bank sent it' }) status: string;
   @ApiProperty({ example: 'PAY-2026-0001' }) providerReference: string;
-  @ApiProperty({ enum: WEBHOOK_OUTCOMES, description: 'What the delivery did' }) outcome: string;
+  @ApiProperty({ enum: BANK_EVENT_OUTCOMES, description: 'What the delivery did' }) outcome: string;
   @ApiProperty({ nullable: true, type: String, format: 'uuid', description: 'The document it concerned, once there is one' }) documentId: string | null;
   @ApiProperty({ format: 'date-time' }) receivedAt: string;
 }

@@ -13,7 +13,7 @@ import {
 } from 'class-validator';
 import { DOCUMENT_TYPES } from '../document.entity';
 import type { DocumentType } from '../document.entity';
-import { SOURCE_PATTERN } from '../../admin/dto/api-key.dto';
+import { SOURCE_PATTERN } from '../../common/source';
 import { RESERVED_KEYS, TEXT_PATTERN } from '../../common/json-body-parser';
 import {
   AMOUNT_PATTERN,

@@ -1,5 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { DOCUMENT_TYPES } from '../document.entity';
+import type { DocumentEntity } from '../document.entity';
+import type { DocumentDraft } from '../documents.repository';
 import { DOCUMENT_STATUSES } from '../lifecycle';
 import { TaxpayerDto } from './create-document.dto';
 
@@ -33,3 +35,29 @@ export class DocumentPageDto {
   @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last page' })
   nextCursor: string | null;
 }
+
+/**
+ * A document as the API shows it: from a row, or from a draft whose times the database fills in (an
+ * answer written before the insert, see DocumentsRepository.createClaimed).
+ */
+export function documentResponse(d: DocumentDraft, createdAt: string, updatedAt: string): DocumentResponseDto {
+  return {
+    id: d.id,
+    source: d.source,
+    externalId: d.externalId,
+    type: d.type,
+    taxpayer: { taxId: d.taxpayerTaxId, name: d.taxpayerName, country: d.taxpayerCountry },
+    issueDate: d.issueDate,
+    currency: d.currency,
+    totalAmount: d.totalAmount,
+    taxAmount: d.taxAmount,
+    providerReference: d.providerReference,
+    status: d.status,
+    payment: { status: d.paymentStatus, lastEventId: d.paymentLastEventId, updatedAt: d.paymentUpdatedAt?.toISOString() ?? null },
+    metadata: d.metadata,
+    createdAt,
+    updatedAt,
+  };
+}
+
+export const toDocumentResponse = (d: DocumentEntity): DocumentResponseDto => documentResponse(d, d.createdAt.toISOString(), d.updatedAt.toISOString());

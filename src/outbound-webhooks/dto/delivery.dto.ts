@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
-import { SOURCE_PATTERN } from '../../admin/dto/api-key.dto';
+import { SOURCE_PATTERN } from '../../common/source';
 import { PageLimit } from '../../common/page-limit';
 import { DELIVERY_STATUSES } from '../outbound-delivery.entity';
 import type { DeliveryStatus } from '../outbound-delivery.entity';

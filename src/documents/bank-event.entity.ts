@@ -1,12 +1,16 @@
 import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
-export const WEBHOOK_OUTCOMES = ['applied', 'ignored', 'duplicate', 'unmatched'] as const;
-export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
+/** The one kind of bank event that is applied to documents; others are recorded and acknowledged. */
+export const PAYMENT_STATUS_EVENT = 'PAYMENT_STATUS';
+
+export const BANK_EVENT_OUTCOMES = ['applied', 'ignored', 'duplicate', 'unmatched'] as const;
+export type BankEventOutcome = (typeof BANK_EVENT_OUTCOMES)[number];
 
 /**
- * Every accepted delivery. One row per eventId is the event itself, kept with its raw bytes; later
- * deliveries of the same eventId are 'duplicate' rows (the partial unique index says so) that keep
- * only the eventId, the SHA-256 of their body and their times (ck_webhook_events_duplicate_hash_only).
+ * The bank's payment status events, every delivery its webhook made that was accepted. One row per
+ * eventId is the event itself, kept with its raw bytes; later deliveries of the same eventId are
+ * 'duplicate' rows (the partial unique index says so) that keep only the eventId, the SHA-256 of their
+ * body and their times (ck_webhook_events_duplicate_hash_only).
  */
 @Entity('webhook_events')
 @Index('uq_webhook_events_event_id', ['eventId'], { unique: true, where: `outcome <> 'duplicate'` })
@@ -18,7 +22,7 @@ export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
         THEN "raw_body" IS NULL AND "event_type" IS NULL AND "status" IS NULL AND "provider_reference" IS NULL
         ELSE "raw_body" IS NOT NULL AND "event_type" IS NOT NULL AND "status" IS NOT NULL AND "provider_reference" IS NOT NULL END`,
 )
-export class WebhookEventEntity {
+export class BankEventEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint' })
   id: string;
 
@@ -35,7 +39,7 @@ export class WebhookEventEntity {
   providerReference: string | null;
 
   @Column({ type: 'varchar', length: 16 })
-  outcome: WebhookOutcome;
+  outcome: BankEventOutcome;
 
   @Column({ name: 'document_id', type: 'uuid', nullable: true })
   documentId: string | null;

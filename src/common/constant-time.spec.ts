@@ -1,4 +1,4 @@
-import { tokensMatch } from './admin-token';
+import { tokensMatch } from './constant-time';
 
 describe('tokensMatch', () => {
   it('matches only the exact token, whatever the lengths', () => {

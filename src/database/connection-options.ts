@@ -1,0 +1,51 @@
+import type { ClientConfig, PoolConfig } from 'pg';
+
+export interface ConnectionSettings {
+  url: string;
+  poolSize: number;
+  /**
+   * Replaces each pooled connection after this long. A connection keeps the generic plan of each
+   * prepared statement, made from the table sizes when it first ran it, until it closes; a new
+   * connection plans each statement for the tables as they are.
+   */
+  lifetimeSeconds: number;
+  /**
+   * Bounds for request traffic: a statement PostgreSQL runs, a lock it waits for. Left unset for the
+   * CLI, whose work may rightly take longer.
+   */
+  timeouts?: { statementMs: number; lockMs: number };
+  applicationName?: string;
+}
+
+/**
+ * Slack for the client-side bound on waiting for an answer, which only fires when the server cannot
+ * enforce its own (a frozen server): a request then ends within the statement timeout plus this.
+ */
+export const CLIENT_TIMEOUT_SLACK_MS = 500;
+
+/** pg settings common to the pool and the LISTEN connection. */
+function clientConfig({ url, timeouts, applicationName = 'tax-document-gateway' }: ConnectionSettings): ClientConfig {
+  return {
+    connectionString: url,
+    application_name: applicationName,
+    // Fail fast while the database is unreachable, so requests get a 503 instead of hanging.
+    connectionTimeoutMillis: 3000,
+    // A transaction whose process hangs (rather than dies, which rolls back at once) is ended by the
+    // server, freeing its idempotency key and locks.
+    idle_in_transaction_session_timeout: 30_000,
+    // Dates are read as ISO text whatever the server's or the database's default: a create's answer is
+    // written in Node before the database replies, as ISO.
+    options: '-c DateStyle=ISO',
+    ...(timeouts ? { statement_timeout: timeouts.statementMs, lock_timeout: timeouts.lockMs, query_timeout: timeouts.statementMs + CLIENT_TIMEOUT_SLACK_MS } : {}),
+  };
+}
+
+/** The request pool: statements issued together on a connection leave together (pipeline mode). */
+export function poolConfig(settings: ConnectionSettings): PoolConfig {
+  return { ...clientConfig(settings), max: settings.poolSize, maxLifetimeSeconds: settings.lifetimeSeconds, pipeline: true };
+}
+
+/** A connection of its own for LISTEN: no statement bounds, it only waits. */
+export function listenerConfig(settings: ConnectionSettings): ClientConfig {
+  return clientConfig({ ...settings, timeouts: undefined, applicationName: 'tax-document-gateway-listener' });
+}

@@ -1,0 +1,46 @@
+import { Injectable } from '@nestjs/common';
+import { Database } from '../database/database';
+import { sql } from '../database/sql';
+import type { DocumentEventType } from './document-event.entity';
+import type { DocumentStatus } from './lifecycle';
+
+export interface FeedRow {
+  id: string;
+  type: DocumentEventType;
+  documentId: string;
+  status: DocumentStatus;
+  previousStatus: DocumentStatus | null;
+  createdAt: Date;
+  /** The writing transaction's id (xid8, as text). */
+  xid: string;
+}
+
+/**
+ * Event ids come from a sequence, handed out in insert order, not commit order: paging by id alone could
+ * skip an event whose transaction commits late. So each event carries its transaction id (column default
+ * pg_current_xact_id()), the feed is ordered by (xid, id), and only events of transactions older than
+ * every transaction still running are returned: nothing can appear later before the cursor. $2 null with
+ * $3 an event id: a legacy cursor, resumed after that event's position.
+ */
+const PAGE = sql(
+  'document-event-page',
+  `SELECT id, type, document_id AS "documentId", status, previous_status AS "previousStatus", created_at AS "createdAt",
+          xid::text AS xid
+     FROM document_events
+    WHERE source = $1
+      AND xid < pg_snapshot_xmin(pg_current_snapshot())
+      AND (xid, id) > (COALESCE($2::xid8, (SELECT e.xid FROM document_events e WHERE e.id = $3::bigint), '0'::xid8), $3::bigint)
+    ORDER BY xid, id
+    LIMIT $4`,
+);
+
+/** The event feed's queries over document_events (the events themselves are written with their documents). */
+@Injectable()
+export class DocumentEventsRepository {
+  constructor(private readonly db: Database) {}
+
+  /** Up to `limit` events of `source` after the position (`xid`, `id`), oldest first. */
+  page(source: string, after: { xid: string | null; id: string }, limit: number): Promise<FeedRow[]> {
+    return this.db.query<FeedRow>(PAGE, [source, after.xid, after.id, limit]);
+  }
+}

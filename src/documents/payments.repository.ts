@@ -1,0 +1,128 @@
+import { Injectable } from '@nestjs/common';
+import { Database, Transaction } from '../database/database';
+import { bind, sql } from '../database/sql';
+import { BankEventOutcome, PAYMENT_STATUS_EVENT } from './bank-event.entity';
+import { LOCK_PROVIDER_REFERENCE } from './documents.repository';
+import { providerTransitions } from './lifecycle';
+
+export interface BankEventRow {
+  eventId: string;
+  eventType: string;
+  status: string;
+  providerReference: string;
+  outcome: BankEventOutcome;
+  documentId: string | null;
+  receivedAt: Date;
+}
+
+/**
+ * providerTransitions() as a table for a FROM clause: `provider_transitions (from_status, provider_status,
+ * to_status)`. The values are the lifecycle's own constants, never input: `transition` stays the one
+ * definition of the lifecycle (lifecycle.spec.ts checks the table against it).
+ */
+const PROVIDER_TRANSITIONS = `(VALUES ${providerTransitions()
+  .map(({ from, providerStatus, to }) => `('${from}', '${providerStatus}', '${to}')`)
+  .join(', ')}) AS provider_transitions (from_status, provider_status, to_status)`;
+
+/**
+ * Stores a delivery and, when it is the first of its eventId, decides and applies it, in one statement:
+ * $1 eventId, $2 eventType, $3 status as sent, $4 providerReference, $5 raw body, $6 signed at, $7 the
+ * status upper-cased. `target` locks the document with the providerReference (for a PAYMENT_STATUS event),
+ * `decision` is what the lifecycle says of it (no row in PROVIDER_TRANSITIONS: refused). `first` inserts
+ * nothing when the eventId is already there (the partial unique index decides, also against a concurrent
+ * delivery, which it makes wait for us); then only `duplicate` is stored: the eventId, the body's SHA-256
+ * and the times, never the body again. `changed` and `event` apply the decision: the document's status
+ * and payment details, and its feed event when the status changes. Answers the stored outcome, or null
+ * for a duplicate.
+ */
+const RECEIVE = sql(
+  'bank-event-receive',
+  `WITH target AS MATERIALIZED (
+     SELECT id, status FROM documents WHERE provider_reference = $4::varchar AND $2::varchar = '${PAYMENT_STATUS_EVENT}' FOR UPDATE),
+   decision AS MATERIALIZED (
+     SELECT t.id, t.status AS previous, provider_transitions.to_status, provider_transitions.to_status IS NOT NULL AS applies
+       FROM target t LEFT JOIN ${PROVIDER_TRANSITIONS} ON provider_transitions.from_status = t.status AND provider_transitions.provider_status = $7::varchar),
+   first AS (
+     INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, document_id, raw_body, body_sha256, signed_at)
+     SELECT $1, $2, $3, $4,
+            CASE WHEN $2::varchar <> '${PAYMENT_STATUS_EVENT}' THEN 'ignored' WHEN d.id IS NULL THEN 'unmatched' WHEN d.applies THEN 'applied' ELSE 'ignored' END,
+            d.id, $5, sha256($5), $6
+       FROM (SELECT) AS one LEFT JOIN decision d ON true
+     ON CONFLICT DO NOTHING
+     RETURNING outcome),
+   duplicate AS (
+     INSERT INTO webhook_events (event_id, outcome, document_id, body_sha256, signed_at)
+     SELECT $1, 'duplicate', (SELECT id FROM decision), sha256($5), $6 WHERE NOT EXISTS (SELECT 1 FROM first)),
+   changed AS (
+     UPDATE documents SET
+       status = d.to_status, payment_status = $7::varchar, payment_last_event_id = $1::varchar, payment_updated_at = now(), updated_at = now()
+       FROM decision d
+      WHERE documents.id = d.id AND d.applies AND EXISTS (SELECT 1 FROM first)
+     RETURNING documents.id, documents.source, documents.status, d.previous),
+   event AS (
+     INSERT INTO document_events (source, document_id, type, status, previous_status)
+     SELECT source, id, 'document.status_changed', status, previous FROM changed WHERE status <> previous)
+   SELECT (SELECT outcome FROM first) AS outcome, EXISTS (SELECT 1 FROM changed WHERE status <> previous) AS "statusChanged"`,
+);
+
+/** Events that arrived before their document: the oldest first. */
+const WAITING = sql(
+  'bank-event-waiting',
+  `SELECT id, event_id AS "eventId", status FROM webhook_events WHERE provider_reference = $1 AND outcome = 'unmatched' ORDER BY id`,
+);
+
+const SETTLE = sql('bank-event-settle', `UPDATE webhook_events SET outcome = $2, document_id = $3, processed_at = now() WHERE id = $1`);
+
+/** A duplicate shows the fields of the event as first received (it stores only a hash of its own body). */
+const PAGE = sql(
+  'bank-event-page',
+  `SELECT e.event_id AS "eventId", COALESCE(e.event_type, o.event_type) AS "eventType", COALESCE(e.status, o.status) AS status,
+          COALESCE(e.provider_reference, o.provider_reference) AS "providerReference", e.outcome, e.document_id AS "documentId",
+          e.received_at AS "receivedAt"
+     FROM webhook_events e
+     LEFT JOIN webhook_events o ON e.outcome = 'duplicate' AND o.event_id = e.event_id AND o.outcome <> 'duplicate'
+    WHERE $1::varchar IS NULL OR e.outcome = $1
+    ORDER BY e.id DESC
+    LIMIT $2`,
+);
+
+export interface ReceivedDelivery {
+  eventId: string;
+  eventType: string;
+  status: string;
+  providerReference: string;
+  rawBody: Buffer;
+  signedAt: Date;
+}
+
+/** Every query of the bank's payment events (table webhook_events). */
+@Injectable()
+export class PaymentsRepository {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Stores and applies one delivery in one transaction of one round trip, behind the providerReference
+   * lock: RECEIVE's snapshot is taken once the lock is granted, so it sees every document committed before.
+   * Null outcome: a duplicate.
+   */
+  async receive(delivery: ReceivedDelivery): Promise<{ outcome: BankEventOutcome | null; statusChanged: boolean }> {
+    const { eventId, eventType, status, providerReference, rawBody, signedAt } = delivery;
+    const [, [row]] = await this.db.transactionOf([
+      bind(LOCK_PROVIDER_REFERENCE, providerReference),
+      bind(RECEIVE, eventId, eventType, status, providerReference, rawBody, signedAt, status.toUpperCase()),
+    ]);
+    return row as { outcome: BankEventOutcome | null; statusChanged: boolean };
+  }
+
+  waiting(tx: Transaction, providerReference: string): Promise<Array<{ id: string; eventId: string; status: string }>> {
+    return tx.query(WAITING, [providerReference]);
+  }
+
+  async settle(tx: Transaction, id: string, outcome: 'applied' | 'ignored', documentId: string): Promise<void> {
+    await tx.query(SETTLE, [id, outcome, documentId]);
+  }
+
+  page(outcome: BankEventOutcome | undefined, limit: number): Promise<BankEventRow[]> {
+    return this.db.query<BankEventRow>(PAGE, [outcome ?? null, limit]);
+  }
+}
