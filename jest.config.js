@@ -1,24 +1,16 @@
-/** Two projects: unit specs beside the code, e2e specs through HTTP against a real PostgreSQL. */
+/**
+ * Three tiers: unit specs beside the code (pure decisions, no I/O); medium specs of repositories and the
+ * data layer against a real PostgreSQL with the real migrations; e2e specs through HTTP with the
+ * production app. The two that need PostgreSQL share one server for the run (test/support/global-setup.ts).
+ */
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
+const withDatabase = { globalSetup: '<rootDir>/test/support/global-setup.ts', globalTeardown: '<rootDir>/test/support/global-teardown.ts' };
 
 module.exports = {
   testTimeout: 60000,
   projects: [
-    {
-      displayName: 'unit',
-      testEnvironment: 'node',
-      rootDir: '.',
-      testMatch: ['<rootDir>/src/**/*.spec.ts'],
-      transform,
-    },
-    {
-      displayName: 'e2e',
-      testEnvironment: 'node',
-      rootDir: '.',
-      testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
-      transform,
-      globalSetup: '<rootDir>/test/support/global-setup.ts',
-      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-    },
+    { displayName: 'unit', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/src/**/*.spec.ts'], transform },
+    { displayName: 'medium', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/test/medium/**/*.medium-spec.ts'], transform, ...withDatabase },
+    { displayName: 'e2e', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], transform, ...withDatabase },
   ],
 };

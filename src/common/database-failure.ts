@@ -56,6 +56,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  * timed out on a connection that still works): such a connection is closed, never given back.
  */
 export function isConnectionLost(error: unknown): boolean {
+  // 26000: a named statement the driver believed prepared on this connection is not; its bookkeeping can no longer be trusted.
+  if ((error as { code?: unknown })?.code === '26000') return true;
   const failure = databaseFailureOf(error);
   // pg gives up on a connection whose answer did not come in time (its read timeout) and closes it.
   return failure === 'unreachable' || failure === 'session_ended' || /Query read timeout/i.test(String((error as { message?: unknown })?.message));

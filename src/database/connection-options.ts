@@ -28,8 +28,9 @@ function clientConfig({ url, timeouts, applicationName = 'tax-document-gateway' 
   return {
     connectionString: url,
     application_name: applicationName,
-    // Fail fast while the database is unreachable, so requests get a 503 instead of hanging.
-    connectionTimeoutMillis: 3000,
+    // Fail fast while the database is unreachable, so requests get a 503 instead of hanging: waiting for a
+    // pooled connection, or for a new one, ends within the statement bound plus the slack too.
+    connectionTimeoutMillis: Math.min(3000, (timeouts?.statementMs ?? Infinity) + CLIENT_TIMEOUT_SLACK_MS),
     // A transaction whose process hangs (rather than dies, which rolls back at once) is ended by the
     // server, freeing its idempotency key and locks.
     idle_in_transaction_session_timeout: 30_000,

@@ -8,6 +8,21 @@ export interface Queryable {
   query<R extends QueryResultRow>(statement: Sql, values?: readonly unknown[]): Promise<R[]>;
 }
 
+/**
+ * Checks that pg can send every value before it is handed any: pg sends a named statement's Parse before
+ * it maps the values, and when one cannot be mapped (a circular object, a BigInt inside JSON) it closes the
+ * statement on the server but still counts it as prepared on that connection, whose next use of it then
+ * fails with 26000. Objects go as JSON, as pg would send them.
+ */
+function sendable(values: readonly unknown[]): unknown[] {
+  const check = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(check);
+    if (value !== null && typeof value === 'object' && !(value instanceof Date) && !ArrayBuffer.isView(value)) JSON.stringify(value);
+  };
+  values.forEach(check);
+  return values as unknown[];
+}
+
 const BEGIN = 'BEGIN';
 const COMMIT = 'COMMIT';
 const ROLLBACK = 'ROLLBACK';
@@ -27,7 +42,7 @@ export class Transaction implements Queryable {
   async query<R extends QueryResultRow>(statement: Sql, values: readonly unknown[] = []): Promise<R[]> {
     // Its connection may serve another request by now: a late statement must not land in that one's transaction.
     if (this.ended) throw new Error('This transaction has ended: use it only inside the transaction() call that made it');
-    return (await this.client.query<R>({ name: statement.name, text: statement.text, values: values as unknown[] })).rows;
+    return (await this.client.query<R>({ name: statement.name, text: statement.text, values: sendable(values) })).rows;
   }
 
   /** Calls `listener` once the transaction has committed; never if it rolls back. It must not throw. */
@@ -74,10 +89,11 @@ export class Database implements Queryable, OnApplicationShutdown {
   ) {}
 
   async query<R extends QueryResultRow>(statement: Sql, values: readonly unknown[] = []): Promise<R[]> {
+    sendable(values);
     const { client, release } = await this.checkout();
     let failure: unknown = undefined;
     try {
-      return (await client.query<R>({ name: statement.name, text: statement.text, values: values as unknown[] })).rows;
+      return (await client.query<R>({ name: statement.name, text: statement.text, values: sendable(values) })).rows;
     } catch (error) {
       failure = error;
       throw error;
@@ -92,6 +108,7 @@ export class Database implements Queryable, OnApplicationShutdown {
    * thrown. Resolves with each statement's rows once committed.
    */
   async transactionOf(statements: readonly BoundSql[]): Promise<QueryResultRow[][]> {
+    for (const { values } of statements) sendable(values);
     const { client, release } = await this.checkout();
     const send = (text: string, name?: string, values?: readonly unknown[]) =>
       client.query({ text, name, values: values as unknown[] | undefined }).then(

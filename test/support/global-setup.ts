@@ -12,6 +12,8 @@ export default async function globalSetup(): Promise<void> {
   if (!existsSync(join(ROOT, 'dist', 'main.js'))) {
     throw new Error('dist/main.js is missing: run `npm run build` first (npm test does it for you)');
   }
+  // The medium and e2e projects share one server: whichever of them starts first sets it up.
+  if (process.env.TEST_SERVER_URL) return;
   if (process.env.TEST_DATABASE_URL) {
     process.env.TEST_SERVER_URL = process.env.TEST_DATABASE_URL;
     return;

@@ -1,0 +1,162 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { freePort } from '../../src/database/embedded-postgres';
+import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
+import { startClusterProcess, waitFor } from '../support/processes';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+
+type Outcome = { kind: 'create' | 'webhook' | 'read'; status: number; startedAt: number; endedAt: number; id?: string; eventId?: string };
+
+/**
+ * The database fails under the gateway while clients keep sending: creates (with and without a
+ * providerReference), bank events for those references and reads. Each fault must end every request with
+ * an answer of the contract (a 503 while the database cannot serve it, never a 500), and nothing that was
+ * acknowledged may be lost.
+ */
+describe('the database failing under load', () => {
+  let dataDir: string;
+  let port: number;
+  let cluster: Awaited<ReturnType<typeof startClusterProcess>>;
+  let t: TestApp;
+  let key: IssuedKey;
+
+  const postmasterPid = () => Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+
+  /** Clients sending without pause until `stop()`, each request's outcome recorded. */
+  function load(clients: number) {
+    const outcomes: Outcome[] = [];
+    let running = true;
+    const one = async (i: number, n: number): Promise<Outcome> => {
+      const startedAt = performance.now();
+      const providerReference = `PAY-F-${i}-${n}-${newIdempotencyKey()}`;
+      if (n % 3 === 0) {
+        const res = await postDocument(t.app, key.key, documentBody(key.source, i % 2 ? { providerReference } : {}));
+        return { kind: 'create', status: res.statusCode, startedAt, endedAt: performance.now(), id: res.statusCode === 201 ? res.json().id : undefined };
+      }
+      if (n % 3 === 1) {
+        const eventId = `evt-F-${i}-${n}-${newIdempotencyKey()}`;
+        const res = await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, { eventId, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference }));
+        return { kind: 'webhook', status: res.statusCode, startedAt, endedAt: performance.now(), eventId };
+      }
+      const res = await t.app.inject({ method: 'GET', url: '/api/v1/documents?limit=1', headers: { 'x-api-key': key.key } });
+      return { kind: 'read', status: res.statusCode, startedAt, endedAt: performance.now() };
+    };
+    const loops = Array.from({ length: clients }, async (_, i) => {
+      for (let n = 0; running; n += 1) {
+        outcomes.push(await one(i, n));
+        // A 503 says when to come back; a client that came back at once would only spin.
+        if (outcomes.at(-1)!.status === 503) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    });
+    return {
+      outcomes,
+      stop: async () => {
+        running = false;
+        await Promise.all(loops);
+        return outcomes;
+      },
+    };
+  }
+
+  /** Every create answered 201 and every bank event answered 200 is in the database. */
+  async function nothingAcknowledgedLost(outcomes: Outcome[]): Promise<void> {
+    const created = outcomes.filter((o) => o.kind === 'create' && o.status === 201).map((o) => o.id!);
+    const received = outcomes.filter((o) => o.kind === 'webhook' && o.status === 200).map((o) => o.eventId!);
+    expect(created.length).toBeGreaterThan(0);
+    expect(received.length).toBeGreaterThan(0);
+    const documents = await t.db.query('SELECT count(*)::int AS n FROM documents WHERE id = ANY ($1::uuid[])', [created]);
+    expect(documents.rows[0].n).toBe(created.length);
+    const events = await t.db.query(`SELECT count(DISTINCT event_id)::int AS n FROM webhook_events WHERE event_id = ANY ($1)`, [received]);
+    expect(events.rows[0].n).toBe(received.length);
+  }
+
+  const reconnect = async () => {
+    await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness', 30000);
+    // The test's own connection went with the server.
+    await t.db.end().catch(() => undefined);
+    t.db = new Client({ connectionString: t.databaseUrl });
+    t.db.on('error', () => undefined);
+    await t.db.connect();
+  };
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'gateway-faults-'));
+    port = await freePort();
+    cluster = await startClusterProcess(dataDir, port);
+    t = await startTestApp({ databaseUrl: cluster.url, env: { DB_STATEMENT_TIMEOUT_MS: '1000', DB_POOL_SIZE: '4', RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'warn' } });
+    key = await newSourceWithKey(t.app);
+  });
+  afterAll(async () => {
+    try {
+      process.kill(postmasterPid(), 'SIGCONT');
+    } catch {
+      // Not running.
+    }
+    await t.close();
+    await cluster.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers only 503s, never a 500, while PostgreSQL restarts (fast shutdown), and loses nothing acknowledged', async () => {
+    const running = load(12);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await cluster.stop();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    cluster = await startClusterProcess(dataDir, port);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const outcomes = await running.stop();
+    await reconnect();
+    expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
+    expect(outcomes.some((o) => o.status === 503)).toBe(true);
+    await nothingAcknowledgedLost(outcomes);
+  });
+
+  it('answers only 503s while PostgreSQL crashes (its postmaster killed) and recovers, and loses nothing acknowledged', async () => {
+    const running = load(12);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    process.kill(postmasterPid(), 'SIGKILL');
+    await cluster.stop();
+    cluster = await startClusterProcess(dataDir, port);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const outcomes = await running.stop();
+    await reconnect();
+    expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
+    expect(outcomes.some((o) => o.status === 503)).toBe(true);
+    await nothingAcknowledgedLost(outcomes);
+    // Each 503 was logged once at warn, naming its cause, without a stack.
+    const warnings = t
+      .logs()
+      .split('\n')
+      .filter((line) => line.includes('Database unavailable'))
+      .map((line) => JSON.parse(line) as { level: number; cause?: string; stack?: unknown });
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(warnings.every((w) => w.level === 40 && typeof w.cause === 'string' && w.stack === undefined)).toBe(true);
+    expect(t.logs()).not.toMatch(/"level":50/);
+  });
+
+  it('ends every request, bank events included, within the statement limit plus a second while PostgreSQL is frozen', async () => {
+    const running = load(12);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // SIGSTOP: every server process stays, its sockets stay open, nothing answers, not even a new connection.
+    const pids = [postmasterPid(), ...readFileSync(`/proc/${postmasterPid()}/task/${postmasterPid()}/children`, 'utf8').trim().split(/\s+/).map(Number)];
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    const frozenAt = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    for (const pid of pids) process.kill(pid, 'SIGCONT');
+    const thawedAt = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const outcomes = await running.stop();
+    // The requests that were in flight at the freeze or started during it, and ended before the thaw.
+    const during = outcomes.filter((o) => o.endedAt > frozenAt && o.startedAt < thawedAt && o.endedAt < thawedAt);
+    expect(during.length).toBeGreaterThan(0);
+    expect(new Set(during.map((o) => o.kind))).toEqual(new Set(['create', 'webhook', 'read']));
+    const tooSlow = outcomes.filter((o) => o.endedAt > frozenAt && o.endedAt - Math.max(o.startedAt, frozenAt) > 1000 + 1000);
+    expect(tooSlow.map((o) => `${o.kind} ${o.status} ${Math.round(o.endedAt - o.startedAt)} ms`)).toEqual([]);
+    expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
+    await reconnect();
+    await nothingAcknowledgedLost(outcomes);
+  });
+});
