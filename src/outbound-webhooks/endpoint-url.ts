@@ -7,6 +7,9 @@ export const MAX_URL_LENGTH = 2048;
 
 const refuse = (message: string) => AppError.validation([{ field: 'url', message }]);
 
+/** Where a refusal points someone trying push notifications on their own machine. */
+const LOCAL_TRIALS = 'http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials';
+
 /**
  * CONTRACT §2.6 URL rules, checked when an endpoint is created or its URL changed. The address check
  * here only gives an early, clear answer: DNS can change, so the sender checks the address it actually
@@ -21,13 +24,13 @@ export async function checkEndpointUrl(value: string, allowPrivate: boolean): Pr
     throw refuse('must be an absolute URL');
   }
   const schemes = allowPrivate ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) throw refuse(allowPrivate ? 'must be an http:// or https:// URL' : 'must be an https:// URL');
+  if (!schemes.includes(url.protocol)) throw refuse(allowPrivate ? 'must be an http:// or https:// URL' : `must be an https:// URL (${LOCAL_TRIALS})`);
   if (url.username || url.password) throw refuse('must not contain credentials');
   if (allowPrivate) return;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host) ? [host] : await resolve(host);
   if (addresses.length === 0) throw refuse('must name a host that resolves');
-  if (!addresses.every(isPublicAddress)) throw refuse('must not point to a loopback, private, link-local or otherwise non-public address');
+  if (!addresses.every(isPublicAddress)) throw refuse(`must not point to a loopback, private, link-local or otherwise non-public address (${LOCAL_TRIALS})`);
 }
 
 async function resolve(host: string): Promise<string[]> {

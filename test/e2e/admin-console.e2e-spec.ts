@@ -5,7 +5,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BrowserContext, chromium, Locator, Page } from 'playwright-core';
-import { describeWithBrowser, requireChromium } from '../support/browser';
+import { describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
 import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { waitFor } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
@@ -143,7 +143,7 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     const { p, seen } = await open();
     await signIn(p, 'not-the-admin-token-at-all');
     await p.getByTestId('sign-in-message').filter({ hasText: 'This admin token was not accepted' }).waitFor();
-    await p.screenshot({ path: '/tmp/admin-console-sign-in.png' });
+    await p.screenshot({ path: screenshotPath('admin-console-sign-in.png') });
     expect(await p.getByTestId('sign-in-view').isVisible()).toBe(true);
     expect(await p.getByTestId('console-view').isVisible()).toBe(false);
     expect(await p.evaluate((k) => sessionStorage.getItem(k), TOKEN_STORAGE_KEY)).toBeNull();
@@ -171,7 +171,7 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     const panel = page.getByTestId('secret-panel');
     expect(await panel.textContent()).toContain('This key will not be shown again');
     expect(await page.getByTestId('secret-source').textContent()).toBe('browser-e2e');
-    await page.screenshot({ path: '/tmp/admin-console-secret.png', fullPage: true });
+    await page.screenshot({ path: screenshotPath('admin-console-secret.png'), fullPage: true });
 
     await page.getByRole('button', { name: 'Copy key' }).click();
     await page.getByTestId('copy-status').filter({ hasText: 'Copied' }).waitFor();
@@ -200,7 +200,7 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
 
     await row(id).getByRole('button', { name: /^Revoke key/ }).click();
     await dialog.waitFor();
-    await page.screenshot({ path: '/tmp/admin-console-dialog.png' });
+    await page.screenshot({ path: screenshotPath('admin-console-dialog.png') });
     await dialog.getByRole('button', { name: 'Revoke key', exact: true }).click();
     await dialog.waitFor({ state: 'hidden' });
     await status(id, 'REVOKED');
@@ -278,7 +278,7 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     const outcomes = await page.locator('[data-testid="webhook-row"]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-outcome')));
     expect(outcomes.length).toBeGreaterThan(0);
     expect(new Set(outcomes)).toEqual(new Set(['unmatched']));
-    await page.getByTestId('webhooks-table').screenshot({ path: '/tmp/admin-console-webhooks.png' });
+    await page.getByTestId('webhooks-table').screenshot({ path: screenshotPath('admin-console-webhooks.png') });
     await page.getByTestId('filter-outcome').selectOption('');
     expect(problems).toEqual([]);
   });
@@ -308,7 +308,7 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
       await deliveryRow.waitFor();
       expect(await deliveryRow.getAttribute('data-status')).toBe('failed');
       expect(await deliveryRow.textContent()).toContain('HTTP 500');
-      await page.getByTestId('push-section').screenshot({ path: '/tmp/admin-console-push.png' });
+      await page.getByTestId('push-section').screenshot({ path: screenshotPath('admin-console-push.png') });
 
       receiver.respond = () => ({ status: 200 });
       await deliveryRow.getByTestId('push-retry').click();
@@ -358,7 +358,7 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await row(id).getByText('stops').waitFor();
     expect(await row(id).getByRole('button', { name: /^Rotate key/ }).count()).toBe(0);
     expect(await row(id).getByRole('button', { name: /^Revoke key/ }).count()).toBe(1);
-    await page.screenshot({ path: '/tmp/admin-console.png', fullPage: true });
+    await page.screenshot({ path: screenshotPath('admin-console.png'), fullPage: true });
     expect(problems.filter((s) => !REFUSED_FETCH.test(s))).toEqual([]);
   });
 

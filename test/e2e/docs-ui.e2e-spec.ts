@@ -3,7 +3,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser, chromium } from 'playwright-core';
-import { describeWithBrowser, requireChromium } from '../support/browser';
+import { describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
 import { startTestApp, TestApp } from '../support/test-app';
 
 /** Swagger UI must keep working under the Content-Security-Policy every response carries. */
@@ -48,7 +48,7 @@ describeWithBrowser('OpenAPI UI')('the OpenAPI UI at /docs in a real browser', (
     expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
     await page.locator('.swagger-ui .info .title').filter({ hasText: 'Tax Document Gateway' }).waitFor();
     await page.locator('.opblock-summary-path', { hasText: '/api/v1/documents' }).first().waitFor();
-    await page.screenshot({ path: '/tmp/docs-ui.png' });
+    await page.screenshot({ path: screenshotPath('docs-ui.png') });
     expect(violations).toEqual([]);
     expect(scriptErrors).toEqual([]);
     await page.close();

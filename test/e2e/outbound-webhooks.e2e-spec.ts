@@ -456,13 +456,13 @@ describe('push notifications to non-public addresses (OUTBOUND_WEBHOOKS_ALLOW_PR
   });
 
   it.each([
-    ['https://127.0.0.1/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
-    ['https://localhost/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
-    ['https://10.1.2.3/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
-    ['https://169.254.169.254/latest/meta-data', 'must not point to a loopback, private, link-local or otherwise non-public address'],
-    ['https://[::1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
-    ['https://[::ffff:127.0.0.1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address'],
-    ['http://93.184.216.34/hooks', 'must be an https:// URL'],
+    ['https://127.0.0.1/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
+    ['https://localhost/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
+    ['https://10.1.2.3/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
+    ['https://169.254.169.254/latest/meta-data', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
+    ['https://[::1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
+    ['https://[::ffff:127.0.0.1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
+    ['http://93.184.216.34/hooks', 'must be an https:// URL (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
   ])('refuses %s at creation with 422', async (url, message) => {
     const key = await newSourceWithKey(t.app);
     const res = await t.app.inject({

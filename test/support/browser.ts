@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, readdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
@@ -53,4 +53,11 @@ export function requireChromium(what: string): string {
   const chromium = findChromium();
   if (!chromium) throw new Error(`CI=true and no Chromium was found for the ${what} test: ${HOW_TO_GET_CHROMIUM}`);
   return chromium;
+}
+
+/** Where a browser test writes a screenshot: inside the checkout (test-results/screenshots), for a person to look at. */
+export function screenshotPath(name: string): string {
+  const dir = join(__dirname, '..', '..', 'test-results', 'screenshots');
+  mkdirSync(dir, { recursive: true });
+  return join(dir, name);
 }

@@ -14,6 +14,11 @@ export default async function globalSetup(): Promise<void> {
   }
   // The medium and e2e projects share one server: whichever of them starts first sets it up.
   if (process.env.TEST_SERVER_URL) return;
+  // Printed before the first file runs: a newcomer sees at once what the next minutes are spent on.
+  process.stderr.write(
+    `\nTests that need PostgreSQL run against ${process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'an embedded cluster started now'}; ` +
+      'each file prints its result as it finishes (the whole suite takes several minutes).\n',
+  );
   if (process.env.TEST_DATABASE_URL) {
     process.env.TEST_SERVER_URL = process.env.TEST_DATABASE_URL;
     return;
