@@ -3,7 +3,12 @@ import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn 
 /** The one kind of bank event that is applied to documents; others are recorded and acknowledged. */
 export const PAYMENT_STATUS_EVENT = 'PAYMENT_STATUS';
 
-export const BANK_EVENT_OUTCOMES = ['applied', 'ignored', 'duplicate', 'unmatched'] as const;
+/**
+ * applied; ignored (another event type, an unknown status or a transition the lifecycle refuses);
+ * duplicate (an eventId seen before); unmatched (no document has the reference yet); ambiguous (documents
+ * of several sources have it: applied to none until an administrator says which).
+ */
+export const BANK_EVENT_OUTCOMES = ['applied', 'ignored', 'duplicate', 'unmatched', 'ambiguous'] as const;
 export type BankEventOutcome = (typeof BANK_EVENT_OUTCOMES)[number];
 
 /**

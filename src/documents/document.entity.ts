@@ -9,6 +9,7 @@ export type DocumentType = (typeof DOCUMENT_TYPES)[number];
 @Check('ck_documents_type', `type IN ('INVOICE', 'CREDIT_NOTE', 'RECEIPT', 'TAX_RETURN')`)
 @Check('ck_documents_amounts', `tax_amount >= 0 AND tax_amount <= total_amount`)
 @Unique('uq_documents_source_external_id', ['source', 'externalId'])
+@Unique('uq_documents_source_provider_reference', ['source', 'providerReference'])
 @Index('idx_documents_source_seq', ['source', 'seq'])
 export class DocumentEntity {
   @PrimaryGeneratedColumn('uuid')
@@ -49,7 +50,8 @@ export class DocumentEntity {
   @Column({ name: 'tax_amount', type: 'numeric' })
   taxAmount: string;
 
-  @Index('uq_documents_provider_reference', { unique: true })
+  /** Unique within a source only: another source may use the same reference (a bank event for it is then ambiguous). */
+  @Index('idx_documents_provider_reference')
   @Column({ name: 'provider_reference', type: 'varchar', length: 128, nullable: true })
   providerReference: string | null;
 

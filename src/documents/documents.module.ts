@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { MetricsModule } from '../metrics/metrics.module';
 import { DocumentEventsRepository } from './document-events.repository';
 import { DocumentEventsService } from './document-events.service';
 import { DocumentsController } from './documents.controller';
@@ -14,6 +15,7 @@ import { PaymentsService } from './payments.service';
  * applied here (the webhooks module verifies and parses the bank's deliveries and hands them over).
  */
 @Module({
+  imports: [MetricsModule],
   controllers: [DocumentsController, EventsController],
   providers: [DocumentsRepository, DocumentsService, DocumentEventsRepository, DocumentEventsService, PaymentsRepository, PaymentsService, FeedSignal],
   exports: [DocumentsService, DocumentEventsService, PaymentsService, FeedSignal],

@@ -27,29 +27,34 @@ const PROVIDER_TRANSITIONS = `(VALUES ${providerTransitions()
 /**
  * Stores a delivery and, when it is the first of its eventId, decides and applies it, in one statement:
  * $1 eventId, $2 eventType, $3 status as sent, $4 providerReference, $5 raw body, $6 signed at, $7 the
- * status upper-cased. `target` locks the document with the providerReference (for a PAYMENT_STATUS event),
- * `decision` is what the lifecycle says of it (no row in PROVIDER_TRANSITIONS: refused). `first` inserts
- * nothing when the eventId is already there (the partial unique index decides, also against a concurrent
- * delivery, which it makes wait for us); then only `duplicate` is stored: the eventId, the body's SHA-256
- * and the times, never the body again. `changed` and `event` apply the decision: the document's status
- * and payment details, and its feed event when the status changes. Answers the stored outcome, or null
- * for a duplicate.
+ * status upper-cased. `target` locks the documents with the providerReference (for a PAYMENT_STATUS event);
+ * only when there is exactly one does `decision` say what the lifecycle makes of it (no row in
+ * PROVIDER_TRANSITIONS: refused); documents of several sources make the event ambiguous, applied to none.
+ * `first` inserts nothing when the eventId is already there (the partial unique index decides, also
+ * against a concurrent delivery, which it makes wait for us); then only `duplicate` is stored: the
+ * eventId, the body's SHA-256 and the times, never the body again. `changed` and `event` apply the
+ * decision: the document's status and payment details, and its feed event when the status changes.
+ * Answers the stored outcome (null for a duplicate) and the document it was applied to.
  */
 const RECEIVE = sql(
   'bank-event-receive',
   `WITH target AS MATERIALIZED (
      SELECT id, status FROM documents WHERE provider_reference = $4::varchar AND $2::varchar = '${PAYMENT_STATUS_EVENT}' FOR UPDATE),
+   claimers AS MATERIALIZED (SELECT count(*) AS n FROM target),
    decision AS MATERIALIZED (
      SELECT t.id, t.status AS previous, provider_transitions.to_status, provider_transitions.to_status IS NOT NULL AS applies
-       FROM target t LEFT JOIN ${PROVIDER_TRANSITIONS} ON provider_transitions.from_status = t.status AND provider_transitions.provider_status = $7::varchar),
+       FROM target t CROSS JOIN claimers
+       LEFT JOIN ${PROVIDER_TRANSITIONS} ON provider_transitions.from_status = t.status AND provider_transitions.provider_status = $7::varchar
+      WHERE claimers.n = 1),
    first AS (
      INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, document_id, raw_body, body_sha256, signed_at)
      SELECT $1, $2, $3, $4,
-            CASE WHEN $2::varchar <> '${PAYMENT_STATUS_EVENT}' THEN 'ignored' WHEN d.id IS NULL THEN 'unmatched' WHEN d.applies THEN 'applied' ELSE 'ignored' END,
+            CASE WHEN $2::varchar <> '${PAYMENT_STATUS_EVENT}' THEN 'ignored' WHEN c.n > 1 THEN 'ambiguous' WHEN d.id IS NULL THEN 'unmatched'
+                 WHEN d.applies THEN 'applied' ELSE 'ignored' END,
             d.id, $5, sha256($5), $6
-       FROM (SELECT) AS one LEFT JOIN decision d ON true
+       FROM claimers c LEFT JOIN decision d ON true
      ON CONFLICT DO NOTHING
-     RETURNING outcome),
+     RETURNING outcome, document_id),
    duplicate AS (
      INSERT INTO webhook_events (event_id, outcome, document_id, body_sha256, signed_at)
      SELECT $1, 'duplicate', (SELECT id FROM decision), sha256($5), $6 WHERE NOT EXISTS (SELECT 1 FROM first)),
@@ -72,6 +77,14 @@ const WAITING = sql(
 );
 
 const SETTLE = sql('bank-event-settle', `UPDATE webhook_events SET outcome = $2, document_id = $3, processed_at = now() WHERE id = $1`);
+
+/** The event itself (not a duplicate's row) by its eventId, locked until the transaction ends. */
+const FIND_FOR_UPDATE = sql(
+  'bank-event-find-for-update',
+  `SELECT id, event_id AS "eventId", event_type AS "eventType", status, provider_reference AS "providerReference", outcome,
+          document_id AS "documentId", received_at AS "receivedAt"
+     FROM webhook_events WHERE event_id = $1 AND outcome <> 'duplicate' FOR UPDATE`,
+);
 
 /** A duplicate shows the fields of the event as first received (it stores only a hash of its own body). */
 const PAGE = sql(
@@ -120,6 +133,11 @@ export class PaymentsRepository {
 
   async settle(tx: Transaction, id: string, outcome: 'applied' | 'ignored', documentId: string): Promise<void> {
     await tx.query(SETTLE, [id, outcome, documentId]);
+  }
+
+  async findForUpdate(tx: Transaction, eventId: string): Promise<(BankEventRow & { id: string }) | null> {
+    const [row] = await tx.query<BankEventRow & { id: string }>(FIND_FOR_UPDATE, [eventId]);
+    return row ?? null;
   }
 
   page(outcome: BankEventOutcome | undefined, limit: number): Promise<BankEventRow[]> {

@@ -1,5 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { Counter } from 'prom-client';
+import { AppError } from '../common/app-error';
+import { isUuid } from '../common/validation';
 import { Transaction } from '../database/database';
+import { MetricsService } from '../metrics/metrics.service';
 import { BankEventOutcome } from './bank-event.entity';
 import { DocumentEntity } from './document.entity';
 import { DocumentsRepository } from './documents.repository';
@@ -14,17 +18,53 @@ export interface BankEventView extends Omit<BankEventRow, 'receivedAt'> {
 /** The bank's payment status events: stored, applied to documents through the lifecycle, listed. */
 @Injectable()
 export class PaymentsService {
+  private readonly logger = new Logger('Payments');
+  private readonly received: Counter<'outcome'>;
+
   constructor(
     private readonly payments: PaymentsRepository,
     private readonly documents: DocumentsRepository,
     private readonly feed: FeedSignal,
-  ) {}
+    metrics: MetricsService,
+  ) {
+    this.received = new Counter({
+      name: 'bank_webhook_events_total',
+      help: 'Bank webhook deliveries stored, by outcome: applied, ignored, duplicate, unmatched, ambiguous',
+      labelNames: ['outcome'] as const,
+      registers: [metrics.registry],
+    });
+  }
 
   /** Stores and applies one verified delivery; the caller answers 200 only after this resolves (committed). */
   async receive(delivery: ReceivedDelivery): Promise<BankEventOutcome> {
-    const { outcome, statusChanged } = await this.payments.receive(delivery);
+    const { outcome: stored, statusChanged } = await this.payments.receive(delivery);
+    const outcome = stored ?? 'duplicate';
+    this.received.inc({ outcome });
     if (statusChanged) this.feed.appended();
-    return outcome ?? 'duplicate';
+    if (outcome === 'ambiguous') {
+      // Which source's document is meant only an administrator can tell (POST /admin/webhook-events/{eventId}/apply).
+      this.logger.warn({ eventId: delivery.eventId }, 'Bank event matches documents of several sources; applied to none until an administrator applies it');
+    }
+    return outcome;
+  }
+
+  /**
+   * An administrator's decision for an ambiguous event: applied (through the lifecycle, as it would have
+   * been) to `documentId`, one of the documents with its providerReference.
+   */
+  async applyTo(tx: Transaction, eventId: string, documentId: string): Promise<{ event: BankEventView; document: DocumentEntity }> {
+    const event = await this.payments.findForUpdate(tx, eventId);
+    if (!event) throw new AppError('NOT_FOUND', 'No such bank event');
+    if (event.outcome !== 'ambiguous') throw new AppError('INVALID_STATE_TRANSITION', `Only an ambiguous event is applied by an administrator; this one is ${event.outcome}`);
+    await this.documents.lockProviderReference(tx, event.providerReference);
+    const document = isUuid(documentId) ? await this.documents.find(tx, documentId, { forUpdate: true }) : null;
+    if (!document) throw new AppError('NOT_FOUND', 'No such document');
+    if (document.providerReference !== event.providerReference) {
+      throw AppError.validation([{ field: 'documentId', message: "must be a document with the event's providerReference" }]);
+    }
+    const { document: after, outcome } = await this.applyOne(tx, document, event);
+    tx.afterCommit(() => this.feed.appended());
+    return { event: { ...event, outcome, documentId: after.id, receivedAt: event.receivedAt.toISOString() }, document: after };
   }
 
   /**
@@ -33,15 +73,20 @@ export class PaymentsService {
    */
   async applyWaiting(tx: Transaction, document: DocumentEntity): Promise<DocumentEntity> {
     if (!document.providerReference) return document;
-    for (const event of await this.payments.waiting(tx, document.providerReference)) {
-      const outcome = transition(document.status, { kind: 'provider', status: event.status });
-      if (outcome.result !== 'refused') {
-        const status = outcome.result === 'changed' ? outcome.to : document.status;
-        document = await this.documents.change(tx, { id: document.id, status, previous: document.status, paymentStatus: event.status.toUpperCase(), eventId: event.eventId });
-      }
-      await this.payments.settle(tx, event.id, outcome.result === 'refused' ? 'ignored' : 'applied', document.id);
-    }
+    for (const event of await this.payments.waiting(tx, document.providerReference)) ({ document } = await this.applyOne(tx, document, event));
     return document;
+  }
+
+  /** One stored event applied to a locked document through the lifecycle, and marked with what it did. */
+  private async applyOne(tx: Transaction, document: DocumentEntity, event: { id: string; eventId: string; status: string }) {
+    const assessed = transition(document.status, { kind: 'provider', status: event.status });
+    if (assessed.result !== 'refused') {
+      const status = assessed.result === 'changed' ? assessed.to : document.status;
+      document = await this.documents.change(tx, { id: document.id, status, previous: document.status, paymentStatus: event.status.toUpperCase(), eventId: event.eventId });
+    }
+    const outcome = assessed.result === 'refused' ? 'ignored' : 'applied';
+    await this.payments.settle(tx, event.id, outcome, document.id);
+    return { document, outcome } as const;
   }
 
   async list(filter: { outcome?: BankEventOutcome; limit: number }): Promise<BankEventView[]> {
