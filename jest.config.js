@@ -1,4 +1,4 @@
-/** Two projects: unit specs beside the code, e2e specs through HTTP against a real PostgreSQL. */
+/** Two projects: unit specs beside the code (the gateway's and the TypeScript client's), e2e specs through HTTP against a real PostgreSQL. */
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
 
 module.exports = {
@@ -8,7 +8,7 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       rootDir: '.',
-      testMatch: ['<rootDir>/src/**/*.spec.ts'],
+      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/clients/typescript/src/**/*.spec.ts'],
       transform,
     },
     {
