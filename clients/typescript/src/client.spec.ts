@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm';
 import { GatewayClient, GatewayClientOptions } from './client';
 import { GatewayNetworkError, GatewayProblemError, GatewayTimeoutError } from './errors';
 import type { RetryEvent } from './transport';
@@ -21,7 +22,7 @@ function scriptedFetch(steps: Step[]) {
     const step = steps[requests.length - 1];
     if (step === undefined) throw new Error(`unexpected request ${requests.length}: ${request.method} ${request.url}`);
     if (step === 'hang') return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason)));
-    if (step instanceof Error) throw step;
+    if (!(step instanceof Response)) throw step;
     return step;
   };
   return { fetch, requests };
@@ -124,6 +125,23 @@ describe('GatewayClient', () => {
       expect((error as GatewayProblemError).errors).toEqual(code === 'VALIDATION_ERROR' ? errors : []);
       expect((error as GatewayProblemError).problem).toMatchObject({ status, code });
       expect(requests).toHaveLength(1);
+    });
+
+    it('takes a failed fetch from another realm (as in a Jest or vm context) for the network error it is', async () => {
+      const foreign = runInNewContext('new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } })') as Error;
+      expect(foreign).not.toBeInstanceOf(TypeError);
+      const { client, retries } = clientWith([foreign, json(201, created)]);
+      await expect(client.documents.create(body)).resolves.toEqual(created);
+      expect(retries[0].error).toBeInstanceOf(GatewayNetworkError);
+      expect(retries[0].error.message).toContain('ECONNREFUSED');
+    });
+
+    it('does not retry an error that is not the network\'s doing', async () => {
+      for (const bug of [new RangeError('a bug'), new TypeError("Cannot read properties of undefined (reading 'get')")]) {
+        const { client, requests } = clientWith([bug]);
+        await expect(client.documents.create(body)).rejects.toBe(bug);
+        expect(requests).toHaveLength(1);
+      }
     });
 
     it('gives up after maxAttempts with the last error and how many attempts were made', async () => {

@@ -93,9 +93,7 @@ async function attemptOnce<T>(attempt: Attempt<T>, timeoutMs: number, attempts: 
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
     if (timedOut) return new GatewayTimeoutError(timeoutMs, attempts);
-    // fetch reports every failure to get an answer (refused, reset, closed mid-body) as a TypeError;
-    // anything else is not the network's doing and is not retried.
-    if (error instanceof TypeError) return new GatewayNetworkError(error, attempts);
+    if (isFetchFailure(error)) return new GatewayNetworkError(error, attempts);
     throw error;
   } finally {
     clearTimeout(timer);
@@ -106,4 +104,14 @@ async function attemptOnce<T>(attempt: Attempt<T>, timeoutMs: number, attempts: 
 function problemOf(answer: { error?: unknown; response: Response }, attempts: number): GatewayProblemError {
   const { response } = answer;
   return new GatewayProblemError(response.status, answer.error, response.headers, parseRetryAfter(response.headers.get('retry-after')), attempts);
+}
+
+/**
+ * Node's fetch reports every failure to get an answer (refused, reset, closed mid-body) as a TypeError
+ * whose `cause` says what happened; a TypeError without one is a bug, not the network, and is not
+ * retried. Checked by name, not `instanceof`: the error comes from fetch's realm, which need not be the
+ * caller's (a Jest or vm context).
+ */
+function isFetchFailure(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as Error).name === 'TypeError' && (error as Error).cause !== undefined;
 }
