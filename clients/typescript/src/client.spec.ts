@@ -225,14 +225,13 @@ describe('GatewayClient', () => {
         json(200, { data: [event('1'), event('2')], nextCursor: 'p1', hasMore: true }),
         json(200, { data: [event('3')], nextCursor: 'p2', hasMore: false }),
       ]);
-      const feed = client.events.list({ after: 'p0', limit: 2 });
-      const seen: Array<[string, string | undefined]> = [];
-      for await (const item of feed) seen.push([item.id, feed.cursor]);
-      expect(seen).toEqual([
-        ['1', 'p0'],
-        ['2', 'p0'],
-        ['3', 'p1'],
-      ]);
+      const log: string[] = [];
+      const feed = client.events.list({ after: 'p0', limit: 2, onCursor: async (cursor) => void log.push(`stored ${cursor}`) });
+      for await (const item of feed) {
+        await new Promise((resolve) => setTimeout(resolve, 5)); // handling takes a while
+        log.push(`handled ${item.id} at ${feed.cursor}`);
+      }
+      expect(log).toEqual(['handled 1 at p0', 'handled 2 at p0', 'stored p1', 'handled 3 at p1', 'stored p2']);
       expect(feed.cursor).toBe('p2');
       expect(requests.map((request) => request.path)).toEqual(['/api/v1/events?after=p0&limit=2', '/api/v1/events?after=p1&limit=2']);
     });
@@ -260,7 +259,14 @@ describe('GatewayClient', () => {
         { retry: { maxAttempts: 2, baseDelayMs: 1 } },
       );
       const failures: unknown[] = [];
-      const feed = client.events.follow({ signal: controller.signal, minIntervalMs: 5, maxIntervalMs: 20, onError: (error) => failures.push(error) });
+      const stored: string[] = [];
+      const feed = client.events.follow({
+        signal: controller.signal,
+        minIntervalMs: 5,
+        maxIntervalMs: 20,
+        onError: (error) => failures.push(error),
+        onCursor: (cursor) => void stored.push(cursor),
+      });
       const ids: string[] = [];
       for await (const item of feed) {
         ids.push(item.id);
@@ -268,6 +274,8 @@ describe('GatewayClient', () => {
       }
       expect(ids).toEqual(['1', '2', '3', '4']);
       expect(feed.cursor).toBe('p3');
+      // Once per move: not again for the empty answer that kept p1.
+      expect(stored).toEqual(['p1', 'p2', 'p3']);
       expect(failures).toEqual([expect.objectContaining({ status: 503, attempts: 2 })]);
       expect(requests.map((request) => new URL(request.path, 'http://x').searchParams.get('after'))).toEqual([null, 'p1', 'p1', 'p1', 'p1', 'p2', 'p3']);
     });
@@ -275,7 +283,8 @@ describe('GatewayClient', () => {
     it('follow() stops yielding a page once aborted, leaving the cursor before it', async () => {
       const controller = new AbortController();
       const { client } = clientWith([json(200, { data: [event('1'), event('2')], nextCursor: 'p1', hasMore: false })]);
-      const feed = client.events.follow({ after: 'p0', signal: controller.signal });
+      const stored: string[] = [];
+      const feed = client.events.follow({ after: 'p0', signal: controller.signal, onCursor: (cursor) => void stored.push(cursor) });
       const ids: string[] = [];
       for await (const item of feed) {
         ids.push(item.id);
@@ -283,6 +292,7 @@ describe('GatewayClient', () => {
       }
       expect(ids).toEqual(['1']);
       expect(feed.cursor).toBe('p0');
+      expect(stored).toEqual([]);
     });
 
     it('follow() ends by rejecting on an error a retry cannot fix', async () => {

@@ -8,6 +8,11 @@ export interface ListEventsOptions extends CallOptions {
   after?: string;
   /** Events per request, 1 to 100 (the gateway's default is 20). */
   limit?: number;
+  /**
+   * Called, and awaited, each time `cursor` moves: every event before the new cursor has been yielded
+   * and the loop has come back for more, so it has been handled. The place to store the cursor.
+   */
+  onCursor?: (cursor: string) => void | Promise<void>;
 }
 
 export interface FollowEventsOptions extends ListEventsOptions {
@@ -31,17 +36,25 @@ type ReadPage = (after: string | undefined, signal: AbortSignal | undefined) => 
  * The feed as an async iterable of events, each yielded once, in the gateway's order.
  *
  * `cursor` is where to resume so that no event is missed: it moves to a page's `nextCursor` only once
- * every event of that page has been yielded and the loop has come back for more. Store it after
- * handling an event; after a crash, resuming from it may repeat the events of at most one page, so
- * de-duplicate on `event.id` where a repeat matters. Iterating again continues from `cursor`.
+ * every event of that page has been yielded and the loop has come back for more (then `onCursor` is
+ * called). A loop left early (`break`, an exception, an abort) leaves it before the events it did not
+ * finish. Resuming from a stored cursor after a crash may repeat what was handled since it was stored,
+ * so de-duplicate on `event.id` where a repeat matters. Iterating again continues from `cursor`.
  */
 export class EventFeed implements AsyncIterable<DocumentEvent> {
+  cursor: string | undefined;
+  private readonly signal: AbortSignal | undefined;
+  private readonly onCursor: ListEventsOptions['onCursor'];
+
   constructor(
     private readonly readPage: ReadPage,
-    public cursor: string | undefined,
-    private readonly signal: AbortSignal | undefined,
+    options: ListEventsOptions,
     private readonly polling?: Polling,
-  ) {}
+  ) {
+    this.cursor = options.after;
+    this.signal = options.signal;
+    this.onCursor = options.onCursor;
+  }
 
   [Symbol.asyncIterator](): AsyncIterator<DocumentEvent> {
     return this.polling ? this.follow(this.polling) : this.list();
@@ -55,7 +68,7 @@ export class EventFeed implements AsyncIterable<DocumentEvent> {
         this.signal?.throwIfAborted();
         yield event;
       }
-      this.cursor = page.nextCursor ?? this.cursor;
+      await this.advance(page);
       if (!page.hasMore) return;
     }
   }
@@ -84,13 +97,20 @@ export class EventFeed implements AsyncIterable<DocumentEvent> {
         if (this.signal?.aborted) return;
         yield event;
       }
-      this.cursor = page.nextCursor ?? this.cursor;
+      await this.advance(page);
       if (page.hasMore) continue;
       emptyPolls = page.data.length === 0 ? emptyPolls + 1 : 0;
       const interval = Math.min(maxIntervalMs, minIntervalMs * 2 ** Math.max(0, emptyPolls - 1));
       // Half fixed, half random: many followers started together spread out.
       if (!(await this.pause(interval / 2 + Math.random() * (interval / 2)))) return;
     }
+  }
+
+  /** Moves the cursor past a page whose every event has been handled. */
+  private async advance(page: EventPage): Promise<void> {
+    if (page.nextCursor === null || page.nextCursor === this.cursor) return;
+    this.cursor = page.nextCursor;
+    await this.onCursor?.(this.cursor);
   }
 
   /** Waits; false when the signal aborted meanwhile. */
@@ -110,10 +130,10 @@ export class Events {
 
   /**
    * Every event visible now from `after` on (the whole feed without it), a page at a time:
-   * `for await (const event of gateway.events.list({ after: stored }))`, then store `feed.cursor`.
+   * `for await (const event of feed)`, storing the cursor in `onCursor` (or `feed.cursor` afterwards).
    */
   list(options: ListEventsOptions = {}): EventFeed {
-    return new EventFeed(this.pageReader(options), options.after, options.signal);
+    return new EventFeed(this.pageReader(options), options);
   }
 
   /**
@@ -123,7 +143,7 @@ export class Events {
    */
   follow(options: FollowEventsOptions = {}): EventFeed {
     const polling = { minIntervalMs: options.minIntervalMs ?? 500, maxIntervalMs: options.maxIntervalMs ?? 10_000, onError: options.onError };
-    return new EventFeed(this.pageReader(options), options.after, options.signal, polling);
+    return new EventFeed(this.pageReader(options), options, polling);
   }
 
   private pageReader(options: ListEventsOptions): ReadPage {
