@@ -332,7 +332,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       expect(readme).toContain(`\`\`\`ts\n${example}\`\`\``);
     });
 
-    it('type-checks against the built package and runs as written: creates, follows the feed, verifies pushes, stores where it stopped', async () => {
+    it('type-checks against the built package and runs as written: creates, follows the feed, verifies pushes, resumes where it stopped', async () => {
       // Built as `npm run build` builds it: the example imports the package by its name, i.e. dist/.
       await run(process.execPath, [TSC, '-p', join(CLIENT, 'tsconfig.build.json')]);
       await run(process.execPath, [TSC, '--noEmit', '-p', join(CLIENT, 'tsconfig.json')]);
@@ -340,21 +340,36 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       const acme = await newSourceWithKey(t.app);
       const dir = await mkdtemp(join(tmpdir(), 'client-example-'));
       const stateFile = join(dir, 'state.json');
-      const example = spawnNode(['-r', 'ts-node/register/transpile-only', 'examples/integration.ts'], { TAX_GATEWAY_URL: baseUrl, TAX_GATEWAY_API_KEY: acme.key, PUSH_PORT: '0', STATE_FILE: stateFile }, CLIENT);
-      try {
-        const documentId = await waitFor(async () => /created (\S+) /.exec(example.output())?.[1], 'the example to create its document', 30_000);
-        await waitFor(async () => example.output().includes(`feed document.created ${documentId} PENDING_PAYMENT`), 'the example to see its event in the feed', 45_000);
-        await waitFor(async () => example.output().includes(`push document.created ${documentId} PENDING_PAYMENT`), 'the example to receive and verify the push', 30_000);
-        example.child.kill('SIGINT');
-        expect(await example.exited).toBe(0);
-        expect(example.output()).not.toMatch(/refused a push|Error/);
+      const readState = async () => JSON.parse(await readFile(stateFile, 'utf8'));
+      /** One run until its own document came through the feed and as a push, then Ctrl-C; its output. */
+      const runUntilItsDocumentArrives = async () => {
+        const example = spawnNode(['-r', 'ts-node/register/transpile-only', 'examples/integration.ts'], { TAX_GATEWAY_URL: baseUrl, TAX_GATEWAY_API_KEY: acme.key, PUSH_PORT: '0', STATE_FILE: stateFile }, CLIENT);
+        try {
+          const documentId = await waitFor(async () => /^created (\S+) /m.exec(example.output())?.[1], 'the example to create its document', 30_000);
+          await waitFor(async () => example.output().includes(`feed document.created ${documentId} PENDING_PAYMENT`), 'the example to see its event in the feed', 45_000);
+          await waitFor(async () => example.output().includes(`push document.created ${documentId} PENDING_PAYMENT`), 'the example to receive and verify the push', 30_000);
+          example.child.kill('SIGINT');
+          expect(await example.exited).toBe(0);
+          expect(example.output()).not.toMatch(/refused a push|Error/);
+          return { documentId, output: example.output() };
+        } finally {
+          if (example.child.exitCode === null) example.child.kill('SIGKILL');
+        }
+      };
 
-        const state = JSON.parse(await readFile(stateFile, 'utf8'));
+      try {
+        const first = await runUntilItsDocumentArrives();
+        const afterFirst = await readState();
+        const second = await runUntilItsDocumentArrives();
+        // The second run resumed from the stored cursor and kept the endpoint (and its secret).
+        expect(second.output).not.toContain(first.documentId);
+        const afterSecond = await readState();
+        expect(afterSecond.endpoint).toEqual(afterFirst.endpoint);
         const feed = clientOf(acme).events.list();
         await collect(feed);
-        expect(state).toEqual({ cursor: feed.cursor, endpoint: { id: expect.any(String), secret: expect.stringMatching(/^whsec_/) } });
+        expect(afterSecond).toEqual({ cursor: feed.cursor, endpoint: { id: expect.any(String), secret: expect.stringMatching(/^whsec_/) } });
+        expect(afterFirst.cursor).not.toEqual(afterSecond.cursor);
       } finally {
-        if (example.child.exitCode === null) example.child.kill('SIGKILL');
         await rm(dir, { recursive: true, force: true });
       }
     });

@@ -76,21 +76,25 @@ async function main(): Promise<void> {
   });
   console.log(`created ${document.id} ${externalId} ${document.status}`);
 
-  // 4. Follow the feed from the stored cursor until Ctrl-C, storing the cursor as events are handled.
+  // 4. Follow the feed from the stored cursor until Ctrl-C. onCursor runs once every event before the
+  //    new cursor has been handled: the moment to store it.
   const stop = new AbortController();
   process.once('SIGINT', () => stop.abort());
   process.once('SIGTERM', () => stop.abort());
-  const feed = gateway.events.follow({ after: state.cursor, signal: stop.signal });
+  const feed = gateway.events.follow({
+    after: state.cursor,
+    signal: stop.signal,
+    onCursor: async (cursor) => {
+      state.cursor = cursor;
+      await save();
+    },
+  });
   for await (const event of feed) {
     console.log(`feed ${event.type} ${event.documentId} ${event.status}`);
-    state.cursor = feed.cursor;
-    await save();
   }
-  state.cursor = feed.cursor;
-  await save();
   receiver.closeAllConnections();
   receiver.close();
-  console.log(`stopped; resuming after ${state.cursor}`);
+  console.log(`stopped; resuming after ${feed.cursor ?? 'the start of the feed'}`);
 }
 
 async function registerEndpoint(url: string, stored: State['endpoint']): Promise<NonNullable<State['endpoint']>> {
