@@ -1,6 +1,6 @@
 /**
  * A whole integration: submit a document, follow the event feed from a stored cursor, and receive
- * push notifications, verified. Runs until Ctrl-C, then stores where it stopped.
+ * push notifications, verified. Runs until Ctrl-C; the next run resumes where this one stopped.
  *
  *   TAX_GATEWAY_URL=http://localhost:3000 TAX_GATEWAY_API_KEY=sk_tax_… npm run example
  */
