@@ -1,7 +1,8 @@
 /**
- * Three tiers: unit specs beside the code (pure decisions, no I/O); medium specs of repositories and the
- * data layer against a real PostgreSQL with the real migrations; e2e specs through HTTP with the
- * production app. The two that need PostgreSQL share one server for the run (test/support/global-setup.ts).
+ * Three tiers: unit specs beside the code (pure decisions, no I/O; the gateway's and the TypeScript
+ * client's); medium specs of repositories and the data layer against a real PostgreSQL with the real
+ * migrations; e2e specs through HTTP with the production app. The two that need PostgreSQL share one
+ * server for the run (test/support/global-setup.ts).
  */
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
 const withDatabase = { globalSetup: '<rootDir>/test/support/global-setup.ts', globalTeardown: '<rootDir>/test/support/global-teardown.ts' };
@@ -9,7 +10,13 @@ const withDatabase = { globalSetup: '<rootDir>/test/support/global-setup.ts', gl
 module.exports = {
   testTimeout: 60000,
   projects: [
-    { displayName: 'unit', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/src/**/*.spec.ts'], transform },
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/clients/typescript/src/**/*.spec.ts'],
+      transform,
+    },
     { displayName: 'medium', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/test/medium/**/*.medium-spec.ts'], transform, ...withDatabase },
     { displayName: 'e2e', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], transform, ...withDatabase },
   ],

@@ -1,0 +1,377 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from 'pg';
+import {
+  DocumentEvent,
+  GatewayClient,
+  GatewayClientOptions,
+  GatewayNetworkError,
+  GatewayProblemError,
+  GatewayTimeoutError,
+  GatewayWebhookVerificationError,
+  RetryEvent,
+} from '../../clients/typescript/src';
+import { holdDocumentInsert } from '../support/database';
+import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
+import { ROOT, spawnNode, waitFor } from '../support/processes';
+import { ScriptedProxy } from '../support/scripted-proxy';
+import { startTestApp, TestApp } from '../support/test-app';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+const run = promisify(execFile);
+const CLIENT = join(ROOT, 'clients', 'typescript');
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+/** The create body the client takes, from the factory every e2e test uses. */
+const newDocument = (source: string, overrides: Record<string, unknown> = {}) => documentBody(source, overrides) as Parameters<GatewayClient['documents']['create']>[0];
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of iterable) items.push(item);
+  return items;
+}
+
+/** Where two texts first differ, as a line number and both lines; null when they are equal. */
+function firstDifference(actual: string, expected: string): string | null {
+  if (actual === expected) return null;
+  const a = actual.split('\n');
+  const b = expected.split('\n');
+  const line = a.findIndex((text, i) => text !== b[i]);
+  const at = line === -1 ? a.length : line;
+  return `line ${at + 1}: generated ${JSON.stringify(a[at])}, checked in ${JSON.stringify(b[at])}`;
+}
+
+describe('the TypeScript client (clients/typescript) against a real gateway', () => {
+  let t: TestApp;
+  let baseUrl: string;
+  const proxies: ScriptedProxy[] = [];
+
+  const proxy = async (script: ConstructorParameters<typeof ScriptedProxy>[1]) => {
+    const started = await new ScriptedProxy(baseUrl, script).start();
+    proxies.push(started);
+    return started;
+  };
+  const clientOf = (key: IssuedKey, options: Partial<GatewayClientOptions> = {}) => new GatewayClient({ baseUrl, apiKey: key.key, ...options });
+  const documentsWith = async (db: Client, source: string, externalId: unknown) =>
+    (await db.query('SELECT id FROM documents WHERE source = $1 AND external_id = $2', [source, externalId])).rows.map((row: { id: string }) => row.id);
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true' } });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    baseUrl = await t.app.getUrl();
+  });
+  afterAll(async () => {
+    await Promise.all(proxies.map((p) => p.stop()));
+    await t?.close();
+  });
+
+  it('is built on types that are exactly those generated from the OpenAPI document the gateway serves now', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'client-types-'));
+    try {
+      const documentFile = join(dir, 'openapi.json');
+      await writeFile(documentFile, await (await fetch(`${baseUrl}/docs/openapi.json`)).text());
+      const { stdout: generated } = await run(process.execPath, [join(CLIENT, 'scripts', 'generate-types.mjs'), documentFile, '--stdout'], { maxBuffer: 64 * 1024 * 1024 });
+      const checkedIn = await readFile(join(CLIENT, 'src', 'generated', 'openapi.ts'), 'utf8');
+      const difference = firstDifference(generated, checkedIn);
+      expect(difference && `${difference}; regenerate with \`npm run client:types\` against a gateway built from this tree`).toBeNull();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('documents.create', () => {
+    it('retried after the answer to a committed create was lost: one document, the original answer, one idempotency key', async () => {
+      const acme = await newSourceWithKey(t.app);
+      const lossy = await proxy((index) => (index === 0 ? 'drop' : 'relay'));
+      const retries: RetryEvent[] = [];
+      const body = newDocument(acme.source);
+
+      const created = await new GatewayClient({ baseUrl: lossy.url, apiKey: acme.key, onRetry: (event) => retries.push(event) }).documents.create(body);
+
+      expect(lossy.requests.map((request) => `${request.method} ${request.url}`)).toEqual(['POST /api/v1/documents', 'POST /api/v1/documents']);
+      const [firstKey, secondKey] = lossy.headerValues('x-idempotency-key');
+      expect(firstKey).toMatch(/^[a-zA-Z0-9._:-]{8,128}$/);
+      expect(secondKey).toBe(firstKey);
+      // The gateway committed the first attempt; the retry got that answer back, replayed.
+      const [lost, replayed] = lossy.answers;
+      expect([lost?.status, replayed?.status, replayed?.headers['idempotent-replayed']]).toEqual([201, 201, 'true']);
+      expect(created).toEqual(JSON.parse(lost!.body));
+      expect(await documentsWith(t.db, acme.source, body.externalId)).toEqual([created.id]);
+      expect(retries.map((retry) => retry.error)).toEqual([expect.any(GatewayNetworkError)]);
+    });
+
+    it('retried after an attempt timed out while the gateway committed it: one document, the original answer', async () => {
+      const acme = await newSourceWithKey(t.app);
+      const slow = await proxy((index) => (index === 0 ? 'withhold' : 'relay'));
+      const retries: RetryEvent[] = [];
+      const body = newDocument(acme.source);
+
+      const created = await new GatewayClient({ baseUrl: slow.url, apiKey: acme.key, timeoutMs: 1000, onRetry: (event) => retries.push(event) }).documents.create(body);
+
+      expect(retries.map((retry) => retry.error)).toEqual([expect.any(GatewayTimeoutError)]);
+      expect(new Set(slow.headerValues('x-idempotency-key')).size).toBe(1);
+      expect(created).toEqual(JSON.parse(slow.answers[0]!.body));
+      expect(await documentsWith(t.db, acme.source, body.externalId)).toEqual([created.id]);
+    });
+
+    it('waits while its idempotency key is in use (409) and then returns the first request\'s answer', async () => {
+      const acme = await newSourceWithKey(t.app);
+      const body = newDocument(acme.source);
+      const idempotencyKey = newIdempotencyKey();
+      const hold = await holdDocumentInsert(t.db, t.databaseUrl, body.externalId);
+      try {
+        const first = postDocument(t.app, acme.key, body, idempotencyKey);
+        await hold.held();
+        const retries: RetryEvent[] = [];
+        const creating = clientOf(acme, { onRetry: (event) => retries.push(event) }).documents.create(body, { idempotencyKey });
+        await waitFor(async () => retries.length > 0, 'the client to find the key in use', 10_000);
+        await hold.release();
+        const [firstAnswer, created] = await Promise.all([first, creating]);
+
+        expect(retries[0].error).toMatchObject({ status: 409, code: 'IDEMPOTENCY_KEY_IN_USE' });
+        expect(retries[0].delayMs).toBeGreaterThanOrEqual(1000);
+        expect(firstAnswer.statusCode).toBe(201);
+        expect(created).toEqual(firstAnswer.json());
+        expect(await documentsWith(t.db, acme.source, body.externalId)).toEqual([created.id]);
+      } finally {
+        await hold.remove();
+      }
+    });
+
+    it('does not retry a 4xx a retry cannot fix, and surfaces its problem+json typed', async () => {
+      const acme = await newSourceWithKey(t.app);
+      const relay = await proxy(() => 'relay');
+      const client = new GatewayClient({ baseUrl: relay.url, apiKey: acme.key });
+
+      const invalid = await client.documents.create(newDocument(acme.source, { taxpayer: { taxId: 'DE1', name: 'Muster GmbH', country: 'de' }, taxAmount: '200.00' })).catch((error: unknown) => error);
+      expect(invalid).toBeInstanceOf(GatewayProblemError);
+      const problem = invalid as GatewayProblemError;
+      expect({ status: problem.status, code: problem.code, fields: problem.errors.map((e) => e.field).sort(), attempts: problem.attempts }).toEqual({
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: ['taxAmount', 'taxpayer.country'],
+        attempts: 1,
+      });
+      expect(problem.requestId).toBe(relay.answers[0]!.headers['x-request-id']);
+      expect(problem.problem).toEqual(JSON.parse(relay.answers[0]!.body));
+
+      const body = newDocument(acme.source);
+      await client.documents.create(body);
+      await expect(client.documents.create(body)).rejects.toMatchObject({ status: 409, code: 'DUPLICATE_DOCUMENT', attempts: 1 });
+      await expect(new GatewayClient({ baseUrl: relay.url, apiKey: 'sk_tax_unknown' }).me()).rejects.toMatchObject({ status: 401, code: 'UNAUTHORIZED', attempts: 1 });
+      // One request each: the invalid body, the create, its duplicate, the unknown key.
+      expect(relay.requests).toHaveLength(4);
+      expect(await documentsWith(t.db, acme.source, body.externalId)).toHaveLength(1);
+    });
+  });
+
+  describe('a gateway that refuses for now', () => {
+    let limited: TestApp;
+    let limitedUrl: string;
+
+    beforeAll(async () => {
+      // 20 requests a minute per key: after a burst of 20, one every 3 s. A lock held longer than
+      // 100 ms is the gateway's 503 SERVICE_UNAVAILABLE with Retry-After: 1.
+      limited = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '20', DB_LOCK_TIMEOUT_MS: '100' } });
+      await limited.app.listen({ port: 0, host: '127.0.0.1' });
+      limitedUrl = await limited.app.getUrl();
+    });
+    afterAll(() => limited?.close());
+
+    it('is waited out per Retry-After when it is the key\'s rate limit (429)', async () => {
+      const acme = await newSourceWithKey(limited.app);
+      for (let i = 0; i < 20; i += 1) expect((await fetch(`${limitedUrl}/api/v1/me`, { headers: { 'X-API-Key': acme.key } })).status).toBe(200);
+      const refused = await fetch(`${limitedUrl}/api/v1/me`, { headers: { 'X-API-Key': acme.key } });
+      expect(refused.status).toBe(429);
+      const retryAfterMs = Number(refused.headers.get('retry-after')) * 1000;
+      expect(retryAfterMs).toBeGreaterThanOrEqual(1000);
+
+      const retries: RetryEvent[] = [];
+      const body = newDocument(acme.source);
+      const started = Date.now();
+      const created = await new GatewayClient({ baseUrl: limitedUrl, apiKey: acme.key, onRetry: (event) => retries.push(event) }).documents.create(body);
+
+      expect(Date.now() - started).toBeGreaterThanOrEqual(retryAfterMs - 100);
+      expect(retries.map((retry) => [(retry.error as GatewayProblemError).code, retry.delayMs >= retryAfterMs])).toEqual([['RATE_LIMITED', true]]);
+      expect(await documentsWith(limited.db, acme.source, body.externalId)).toEqual([created.id]);
+    });
+
+    it('is waited out per Retry-After when the database cannot serve the request (503), and the retry then creates the document once', async () => {
+      const acme = await newSourceWithKey(limited.app);
+      const body = newDocument(acme.source);
+      const retries: RetryEvent[] = [];
+      const locker = new Client({ connectionString: limited.databaseUrl });
+      await locker.connect();
+      try {
+        // Every insert into documents waits for this lock, past the gateway's lock timeout.
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE documents IN SHARE MODE');
+        const creating = new GatewayClient({ baseUrl: limitedUrl, apiKey: acme.key, onRetry: (event) => retries.push(event) }).documents.create(body);
+        await waitFor(async () => retries.length >= 2, 'two 503 answers', 15_000);
+        expect(await documentsWith(limited.db, acme.source, body.externalId)).toEqual([]);
+        await locker.query('COMMIT');
+        const created = await creating;
+
+        expect(retries.map((retry) => [(retry.error as GatewayProblemError).status, (retry.error as GatewayProblemError).code, retry.delayMs >= 1000])).toEqual([
+          [503, 'SERVICE_UNAVAILABLE', true],
+          [503, 'SERVICE_UNAVAILABLE', true],
+        ]);
+        expect(created).toMatchObject({ externalId: body.externalId, status: 'PENDING_PAYMENT' });
+        expect(await documentsWith(limited.db, acme.source, body.externalId)).toEqual([created.id]);
+      } finally {
+        await locker.end();
+      }
+    });
+  });
+
+  describe('the event feed', () => {
+    it('followed while documents are being created and cancelled, yields every event exactly once, in the order a later full read gives', async () => {
+      const acme = await newSourceWithKey(t.app);
+      const client = clientOf(acme);
+      const stop = new AbortController();
+      const expected = new Set<string>();
+      const seen: DocumentEvent[] = [];
+      // A small page, so that the follower pages while the writers write.
+      const feed = client.events.follow({ limit: 7, signal: stop.signal, minIntervalMs: 20, maxIntervalMs: 200 });
+      const following = (async () => {
+        for await (const event of feed) seen.push(event);
+      })();
+
+      const writer = async () => {
+        for (let i = 0; i < 8; i += 1) {
+          const created = await client.documents.create(newDocument(acme.source));
+          expected.add(`document.created ${created.id}`);
+          if (i % 2 === 0) {
+            await client.documents.cancel(created.id);
+            expected.add(`document.status_changed ${created.id}`);
+          }
+        }
+      };
+      try {
+        await Promise.all([writer(), writer(), writer(), writer(), writer()]);
+        await waitFor(async () => seen.length >= expected.size, 'the follower to see as many events as were written', 45_000);
+        // A few more polls, in which a repeated event would show up.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      } finally {
+        stop.abort();
+        await following;
+      }
+
+      const described = seen.map((event) => `${event.type} ${event.documentId}`);
+      expect(described.sort()).toEqual([...expected].sort());
+      expect(new Set(seen.map((event) => event.id)).size).toBe(seen.length);
+      const everything = await collect(client.events.list({ limit: 11 }));
+      expect(everything.map((event) => event.id)).toEqual(seen.map((event) => event.id));
+    });
+
+    it('list() resumes from the cursor it hands out: nothing again, then only what came after', async () => {
+      const acme = await newSourceWithKey(t.app);
+      const client = clientOf(acme);
+      const first = await client.documents.create(newDocument(acme.source));
+      const before = await waitFor(async () => {
+        const feed = client.events.list();
+        const events = await collect(feed);
+        return events.some((event) => event.documentId === first.id) && feed;
+      }, 'the first event in the feed', 45_000);
+      const stored = before.cursor;
+      expect(stored).toEqual(expect.any(String));
+      expect(await collect(client.events.list({ after: stored }))).toEqual([]);
+
+      const second = await client.documents.create(newDocument(acme.source));
+      const after = await waitFor(async () => {
+        const events = await collect(client.events.list({ after: stored }));
+        return events.length > 0 && events;
+      }, 'the second event in the feed', 45_000);
+      expect(after.map((event) => [event.type, event.documentId])).toEqual([['document.created', second.id]]);
+    });
+  });
+
+  describe('webhooks.verify', () => {
+    it('verifies a message the gateway pushed, and refuses it tampered or under another secret', async () => {
+      const receiver = await new WebhookReceiver().start();
+      try {
+        const acme = await newSourceWithKey(t.app);
+        const client = clientOf(acme);
+        const endpoint = await client.webhookEndpoints.create({ url: receiver.url, eventTypes: ['document.created'] });
+        const created = await client.documents.create(newDocument(acme.source));
+        const message = await waitFor(async () => receiver.messages.find((m) => m.body.includes(created.id)), 'the push', 30_000);
+
+        const verified = client.webhooks.verify(message.headers, message.body, endpoint.secret);
+        expect(verified).toEqual({
+          type: 'document.created',
+          timestamp: verified.data.createdAt,
+          data: { id: message.headers['webhook-id'], type: 'document.created', documentId: created.id, status: 'PENDING_PAYMENT', previousStatus: null, createdAt: expect.any(String) },
+        });
+        // The push carries the feed's event exactly.
+        const [event] = await waitFor(async () => {
+          const events = await collect(client.events.list());
+          return events.length > 0 && events;
+        }, 'the event in the feed', 45_000);
+        expect(verified.data).toEqual(event);
+
+        const rotated = await client.webhookEndpoints.rotateSecret(endpoint.id);
+        for (const [body, secret] of [
+          [message.body.replace('PENDING_PAYMENT', 'PAID'), endpoint.secret],
+          [message.body, rotated.secret],
+        ]) {
+          expect(() => client.webhooks.verify(message.headers, body, secret)).toThrow(GatewayWebhookVerificationError);
+        }
+      } finally {
+        await receiver.stop();
+      }
+    });
+  });
+
+  describe('the README example (clients/typescript/examples/integration.ts)', () => {
+    it('is the program the README shows', async () => {
+      const readme = await readFile(join(CLIENT, 'README.md'), 'utf8');
+      const example = await readFile(join(CLIENT, 'examples', 'integration.ts'), 'utf8');
+      expect(readme).toContain(`\`\`\`ts\n${example}\`\`\``);
+    });
+
+    it('type-checks against the built package and runs as written: creates, follows the feed, verifies pushes, resumes where it stopped', async () => {
+      // Built as `npm run build` builds it: the example imports the package by its name, i.e. dist/.
+      await run(process.execPath, [TSC, '-p', join(CLIENT, 'tsconfig.build.json')]);
+      await run(process.execPath, [TSC, '--noEmit', '-p', join(CLIENT, 'tsconfig.json')]);
+
+      const acme = await newSourceWithKey(t.app);
+      const dir = await mkdtemp(join(tmpdir(), 'client-example-'));
+      const stateFile = join(dir, 'state.json');
+      const readState = async () => JSON.parse(await readFile(stateFile, 'utf8'));
+      /** One run until its own document came through the feed and as a push, then Ctrl-C; its output. */
+      const runUntilItsDocumentArrives = async () => {
+        const example = spawnNode(['-r', 'ts-node/register/transpile-only', 'examples/integration.ts'], { TAX_GATEWAY_URL: baseUrl, TAX_GATEWAY_API_KEY: acme.key, PUSH_PORT: '0', STATE_FILE: stateFile }, CLIENT);
+        try {
+          const documentId = await waitFor(async () => /^created (\S+) /m.exec(example.output())?.[1], 'the example to create its document', 30_000);
+          await waitFor(async () => example.output().includes(`feed document.created ${documentId} PENDING_PAYMENT`), 'the example to see its event in the feed', 45_000);
+          await waitFor(async () => example.output().includes(`push document.created ${documentId} PENDING_PAYMENT`), 'the example to receive and verify the push', 30_000);
+          example.child.kill('SIGINT');
+          expect(await example.exited).toBe(0);
+          expect(example.output()).not.toMatch(/refused a push|Error/);
+          return { documentId, output: example.output() };
+        } finally {
+          if (example.child.exitCode === null) example.child.kill('SIGKILL');
+        }
+      };
+
+      try {
+        const first = await runUntilItsDocumentArrives();
+        const afterFirst = await readState();
+        const second = await runUntilItsDocumentArrives();
+        // The second run resumed from the stored cursor and kept the endpoint (and its secret).
+        expect(second.output).not.toContain(first.documentId);
+        const afterSecond = await readState();
+        expect(afterSecond.endpoint).toEqual(afterFirst.endpoint);
+        const feed = clientOf(acme).events.list();
+        await collect(feed);
+        expect(afterSecond).toEqual({ cursor: feed.cursor, endpoint: { id: expect.any(String), secret: expect.stringMatching(/^whsec_/) } });
+        expect(afterFirst.cursor).not.toEqual(afterSecond.cursor);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  });
+});
