@@ -6,9 +6,11 @@ import { ADMIN_TOKEN_SCHEME } from '../openapi/api-description';
 import { AdminApiKeysService } from './admin-api-keys.service';
 import { AdminTokenGuard } from './admin-token.guard';
 import { PaymentsService } from '../documents/payments.service';
+import { AdminWebhookEventsService } from './admin-webhook-events.service';
 import { AuditLogService } from './audit-log.service';
 import {
   ApiKeyListDto,
+  ApplyWebhookEventDto,
   ApiKeyResponseDto,
   AuditLogPageDto,
   CreateApiKeyDto,
@@ -16,6 +18,7 @@ import {
   LimitQueryDto,
   ListApiKeysQueryDto,
   RotateApiKeyDto,
+  WebhookEventDto,
   WebhookEventPageDto,
   WebhookEventsQueryDto,
 } from './dto/api-key.dto';
@@ -38,6 +41,7 @@ export class AdminApiController {
     private readonly keys: AdminApiKeysService,
     private readonly audit: AuditLogService,
     private readonly payments: PaymentsService,
+    private readonly webhookEvents: AdminWebhookEventsService,
   ) {}
 
   @Post('api-keys')
@@ -118,5 +122,22 @@ export class AdminApiController {
   @ApiProblems('VALIDATION_ERROR')
   async listWebhookEvents(@Query() query: WebhookEventsQueryDto): Promise<WebhookEventPageDto> {
     return { data: await this.payments.list({ outcome: query.status, limit: query.limit ?? 50 }) };
+  }
+
+  @Post('webhook-events/:eventId/apply')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'applyWebhookEvent',
+    summary: 'Apply an ambiguous bank event',
+    description:
+      'A bank event whose providerReference documents of several sources have is applied to none of them (`ambiguous`). ' +
+      'This applies it, through the lifecycle as the bank webhook would have, to the one document it was meant for, which must have that providerReference. ' +
+      'Audited. 409 when the event is not ambiguous (applied, ignored, unmatched, or applied by an administrator already).',
+  })
+  @ApiParam({ name: 'eventId', description: "The bank's eventId", example: 'evt_000123' })
+  @ApiOkResponse({ type: WebhookEventDto })
+  @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'VALIDATION_ERROR')
+  applyWebhookEvent(@Param('eventId') eventId: string, @Body() body: ApplyWebhookEventDto, @Req() request: FastifyRequest) {
+    return this.webhookEvents.apply(eventId, body.documentId, request.ip);
   }
 }

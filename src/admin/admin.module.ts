@@ -8,6 +8,7 @@ import { AdminAuthFailuresRepository } from './admin-auth-failures.repository';
 import { AdminAuthFailuresService } from './admin-auth-failures.service';
 import { AdminConsoleController, RootRedirectController } from './admin-console.controller';
 import { AdminOutboundWebhooksController } from './admin-outbound-webhooks.controller';
+import { AdminWebhookEventsService } from './admin-webhook-events.service';
 import { adminTokenProvider } from './admin-token';
 import { AdminTokenGuard } from './admin-token.guard';
 import { AuditLogRepository } from './audit-log.repository';
@@ -23,6 +24,7 @@ import { ConsoleAssets } from './console-assets';
     AdminAuthFailuresRepository,
     AdminAuthFailuresService,
     AdminApiKeysService,
+    AdminWebhookEventsService,
     AuditLogRepository,
     AuditLogService,
     ConsoleAssets,

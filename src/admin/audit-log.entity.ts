@@ -1,6 +1,6 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
-export const AUDIT_ACTIONS = ['api_key.created', 'api_key.revoked', 'api_key.rotated'] as const;
+export const AUDIT_ACTIONS = ['api_key.created', 'api_key.revoked', 'api_key.rotated', 'webhook_event.applied'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** What an administrator changed, by whom (address) and when. Never a key, hash or token. */

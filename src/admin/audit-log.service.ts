@@ -17,7 +17,7 @@ export class AuditLogService {
   constructor(private readonly entries: AuditLogRepository) {}
 
   /** Written in the change's own transaction, so an entry exists exactly when its change does. */
-  async record(tx: Transaction, entry: { action: AuditAction; keyId: string; source: string; remoteAddress: string }): Promise<void> {
+  async record(tx: Transaction, entry: { action: AuditAction; keyId: string | null; source: string; remoteAddress: string }): Promise<void> {
     await this.entries.insert(tx, entry);
   }
 

@@ -29,7 +29,7 @@ export class DocumentsController {
     summary: 'Submit a tax document',
     description:
       "Creates a document in status `PENDING_PAYMENT`. `source` must be the API key's own source (`GET /api/v1/me` tells it), otherwise 401. " +
-      '`externalId` is unique per source and `providerReference` across all documents (409 `DUPLICATE_DOCUMENT`). `taxAmount` must not exceed `totalAmount`. ' +
+      '`externalId` and `providerReference` are each unique within the source (409 `DUPLICATE_DOCUMENT`); another source using the same providerReference is not told of it. `taxAmount` must not exceed `totalAmount`. ' +
       'Bank events that arrived for the `providerReference` before the document are applied to it, in order, as it is created.',
   })
   @ApiCreatedResponse({

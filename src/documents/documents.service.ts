@@ -55,7 +55,7 @@ export class DocumentsService {
       const sameExternalId = await this.documents.externalIdTaken(tx, draft.source, draft.externalId);
       throw new AppError(
         'DUPLICATE_DOCUMENT',
-        sameExternalId ? `A document with externalId "${draft.externalId}" already exists for this source` : 'A document with this providerReference already exists',
+        sameExternalId ? `A document with externalId "${draft.externalId}" already exists for this source` : 'A document with this providerReference already exists for this source',
       );
     }
     const document = await this.payments.applyWaiting(tx, created);

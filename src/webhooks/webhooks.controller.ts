@@ -37,7 +37,8 @@ of at most ${MAX_FIELD_LENGTH} characters is a 422 naming each bad field. Nothin
 **Acknowledgement.** \`200 {"received": true}\` is sent only once the delivery is stored and applied in one
 transaction. Each delivery has one outcome (see \`GET /admin/webhook-events\`): \`applied\`; \`ignored\` (another
 \`eventType\`, an unknown status, or a transition the lifecycle does not allow); \`duplicate\` (an \`eventId\` seen
-before); \`unmatched\` (no document has the \`providerReference\` yet; applied when one is created). Retry anything
+before); \`unmatched\` (no document has the \`providerReference\` yet; applied when one is created); \`ambiguous\`
+(documents of several sources have the \`providerReference\`: applied to none until an administrator applies it to one). Retry anything
 that is not a 200: every retry of one \`eventId\` is applied at most once.
 
 Signing with openssl: \`printf '%s' "$TS.$BODY" | openssl dgst -sha256 -hmac "$SECRET"\`.`;

@@ -190,13 +190,16 @@ describe('documents API (CONTRACT §2.3)', () => {
       expect((await postDocument(t.app, other.key, { ...body, source: other.source })).statusCode).toBe(201);
     });
 
-    it('answers 409 DUPLICATE_DOCUMENT for a providerReference used by any source', async () => {
-      const providerReference = `PAY-GLOBAL-${Date.now()}`;
+    it('answers 409 DUPLICATE_DOCUMENT for a providerReference the same source used, and 201 when another source uses it', async () => {
+      const providerReference = `PAY-SHARED-${Date.now()}`;
       expect((await postDocument(t.app, acme.key, documentBody(acme.source, { providerReference }))).statusCode).toBe(201);
-      const res = await postDocument(t.app, other.key, documentBody(other.source, { providerReference }));
-      expect(res.statusCode).toBe(409);
-      expect(res.json().code).toBe('DUPLICATE_DOCUMENT');
-      expect(res.json().detail).toContain('providerReference');
+      const again = await postDocument(t.app, acme.key, documentBody(acme.source, { providerReference }));
+      expect(again.statusCode).toBe(409);
+      expect(again.json()).toMatchObject({ code: 'DUPLICATE_DOCUMENT', detail: 'A document with this providerReference already exists for this source' });
+      // Nothing tells another source that the reference is in use.
+      const other_ = await postDocument(t.app, other.key, documentBody(other.source, { providerReference }));
+      expect(other_.statusCode).toBe(201);
+      expect(other_.json()).toMatchObject({ providerReference, status: 'PENDING_PAYMENT', payment: { status: null } });
     });
   });
 

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDateString, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { IsDateString, IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Matches, Max, Min } from 'class-validator';
 import { TEXT_PATTERN } from '../../common/json-body-parser';
 import { PageLimit } from '../../common/page-limit';
 import { AUDIT_ACTIONS } from '../audit-log.entity';
@@ -103,4 +103,10 @@ export class WebhookEventDto {
 
 export class WebhookEventPageDto {
   @ApiProperty({ type: [WebhookEventDto] }) data: WebhookEventDto[];
+}
+
+export class ApplyWebhookEventDto {
+  @ApiProperty({ format: 'uuid', description: "The document to apply the event to: one of the documents with the event's providerReference" })
+  @IsUUID('all', { message: 'must be a UUID' })
+  documentId: string;
 }

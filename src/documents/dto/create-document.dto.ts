@@ -128,7 +128,7 @@ export class CreateDocumentDto {
     minLength: 1,
     maxLength: MAX_LENGTH.providerReference,
     pattern: PROVIDER_REFERENCE_PATTERN.source,
-    description: 'The bank’s payment reference; unique across all documents',
+    description: 'The bank’s payment reference; unique within the source',
   })
   @OptionalField()
   @IsString()
