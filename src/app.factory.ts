@@ -5,6 +5,9 @@ import { AppModule, AppModuleOptions } from './app.module';
 import { useLeanAsyncResourceBind } from './common/async-resource-bind';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
 import { answerClientError, answerFrameworkError } from './common/http-layer-errors';
+import { limitConnectionsPerClient } from './common/connection-limits';
+import { KnownRoutes } from './common/known-routes';
+import { TrustedProxies } from './common/trusted-proxies';
 import { registerJsonBodyParser } from './common/json-body-parser';
 import { registerSecurityHeaders } from './common/security-headers';
 import { AppLogger } from './logging/app-logger';
@@ -39,7 +42,10 @@ const DEFAULT_CSP = {
 export async function createApp(options: AppModuleOptions): Promise<NestFastifyApplication> {
   const { config } = options;
   useLeanAsyncResourceBind();
+  const trustedProxies = TrustedProxies.parse(config.TRUSTED_PROXIES);
   const adapter = new FastifyAdapter({
+    // request.ip: the client's address, taken from X-Forwarded-For only through a trusted proxy.
+    trustProxy: trustedProxies.fastifyOption(),
     bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: requestIdFor,
     requestIdHeader: false,
@@ -64,6 +70,9 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
   fastify.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+  limitConnectionsPerClient(fastify.server, config.HTTP_MAX_CONNECTIONS_PER_CLIENT, trustedProxies);
+  // Before the routes are registered (by app.init below), so that it sees every one of them.
+  new KnownRoutes().collectFrom(fastify);
   registerSecurityHeaders(fastify, { contentSecurityPolicy: { directives: DEFAULT_CSP }, frameguard: { action: 'deny' } });
   // The bank webhook verifies a signature over its raw bytes, whatever their media type.
   const rawBodyRoutes = [BANK_WEBHOOK_PATH];

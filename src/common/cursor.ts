@@ -25,3 +25,15 @@ export function decodeCursor(kind: string, cursor: string, parameter: string): s
   if (!valid) throw AppError.validation([{ field: parameter, message: 'is not a cursor this API returned' }]);
   return position;
 }
+
+/** What a cursor of this API looks like (base64url), for the OpenAPI document; a value it did not issue is a 422 all the same. */
+export const CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+/** The event feed's cursor: two such parts joined by a dot (an older form has one). */
+export const FEED_CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}(\\.[A-Za-z0-9_-]{1,64})?$';
+
+/** The OpenAPI property of a `cursor` query parameter. */
+export const cursorProperty = (description: string, pattern = CURSOR_PATTERN) => ({
+  pattern,
+  maxLength: 129,
+  description: `${description}. Only a cursor this API returned is accepted; any other value is a 422`,
+});

@@ -33,8 +33,37 @@ const BY_MESSAGE: [RegExp, DatabaseFailure][] = [
   [/Connection terminated|Client has encountered a connection error|not queryable/i, 'session_ended'],
 ];
 
+/**
+ * The database could not serve the request: what Database (and the readiness probe) throw instead of a
+ * driver error that means so. Only this answers 503: a socket error of the client's own connection (a
+ * client that went away mid-request) carries the same codes, and is no database failure.
+ */
+export class DatabaseUnavailable extends Error {
+  constructor(
+    readonly failure: DatabaseFailure,
+    cause: unknown,
+  ) {
+    super(DATABASE_FAILURES[failure].detail, { cause });
+    this.name = 'DatabaseUnavailable';
+  }
+
+  /** The driver error's code (SQLSTATE or errno), for the log line. */
+  get code(): string | undefined {
+    const code = (this.cause as { code?: unknown } | null)?.code;
+    return typeof code === 'string' ? code : undefined;
+  }
+}
+
+/** `error` as a DatabaseUnavailable when it means the database could not serve the request; otherwise as it is. */
+export function asDatabaseUnavailable(error: unknown): unknown {
+  if (error instanceof DatabaseUnavailable) return error;
+  const failure = databaseFailureOf(error);
+  return failure ? new DatabaseUnavailable(failure, error) : error;
+}
+
 /** The cause when `error` means the database could not serve the request (as opposed to a query that is wrong). */
 export function databaseFailureOf(error: unknown): DatabaseFailure | null {
+  if (error instanceof DatabaseUnavailable) return error.failure;
   // Duck-typed: driver errors may come from another realm (worker, VM), where instanceof fails.
   if (typeof error !== 'object' || error === null) return null;
   const { code, message } = error as { code?: unknown; message?: unknown };
@@ -56,11 +85,12 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  * timed out on a connection that still works): such a connection is closed, never given back.
  */
 export function isConnectionLost(error: unknown): boolean {
+  const original = error instanceof DatabaseUnavailable ? error.cause : error;
   // 26000: a named statement the driver believed prepared on this connection is not; its bookkeeping can no longer be trusted.
-  if ((error as { code?: unknown })?.code === '26000') return true;
-  const failure = databaseFailureOf(error);
+  if ((original as { code?: unknown })?.code === '26000') return true;
+  const failure = databaseFailureOf(original);
   // pg gives up on a connection whose answer did not come in time (its read timeout) and closes it.
-  return failure === 'unreachable' || failure === 'session_ended' || /Query read timeout/i.test(String((error as { message?: unknown })?.message));
+  return failure === 'unreachable' || failure === 'session_ended' || /Query read timeout/i.test(String((original as { message?: unknown })?.message));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { databaseFailureOf } from './database-failure';
+import { DatabaseUnavailable } from './database-failure';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
 /** The shape of an error we log: never the SQL text or parameters TypeORM attaches to its errors. */
@@ -18,13 +18,17 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const reply = host.switchToHttp().getResponse<FastifyReply>();
+    if (request.raw.socket?.destroyed || reply.raw.writableEnded) {
+      // The client went away (reset its connection mid-request, say): nobody is left to answer.
+      this.logger.debug({ requestId: request.id, code: (exception as { code?: unknown }).code }, 'The client closed its connection before the answer');
+      return;
+    }
     const problem = toProblem(exception, request.url.split('?')[0], String(request.id));
-    const databaseFailure = databaseFailureOf(exception);
     if (problem.unexpected) {
       this.logger.error({ err: loggable(exception), requestId: request.id }, 'Unexpected error');
-    } else if (databaseFailure) {
+    } else if (exception instanceof DatabaseUnavailable) {
       // An expected condition, logged once per request and without a stack: an outage must not bury the log.
-      this.logger.warn({ requestId: request.id, cause: databaseFailure, code: (exception as { code?: unknown }).code }, `Database unavailable: ${databaseFailure}`);
+      this.logger.warn({ requestId: request.id, cause: exception.failure, code: exception.code }, `Database unavailable: ${exception.failure}`);
     }
     // Set here too: a few paths into this filter (a bad URL on the not-found router) skip the hooks.
     reply.header('X-Request-Id', request.id);

@@ -57,6 +57,8 @@ function exampleOf(code: ErrorCode, context: ProblemContext): { detail: string; 
       return { detail: 'The webhook signature could not be verified' };
     case 'NOT_FOUND':
       return { detail: admin ? 'No such API key' : 'No such document' };
+    case 'METHOD_NOT_ALLOWED':
+      return { detail: 'PUT is not allowed here; the Allow header lists the methods that are' };
     case 'IDEMPOTENCY_KEY_IN_USE':
       return { detail: 'A request with this idempotency key is still being processed; retry shortly' };
     case 'DUPLICATE_DOCUMENT':

@@ -1,7 +1,7 @@
 import { NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import { Client } from 'pg';
 import { AppError } from './app-error';
-import { databaseFailureOf, isDatabaseUnavailable } from './database-failure';
+import { asDatabaseUnavailable, databaseFailureOf, isDatabaseUnavailable } from './database-failure';
 import { toProblem } from './problem';
 
 describe('toProblem', () => {
@@ -70,16 +70,20 @@ describe('databaseFailureOf', () => {
     [new Error('Query read timeout'), 'statement_timeout', '5'],
     [pgError('55P03', 'canceling statement due to lock timeout'), 'lock_timeout', '1'],
     [pgError('08006', 'connection failure'), 'unreachable', '5'],
-  ])('names the cause of %p and answers 503 with its own wording', (error, cause, retryAfter) => {
+  ])('names the cause of %p and, once Database has said so, answers 503 with its own wording', (error, cause, retryAfter) => {
     expect(databaseFailureOf(error)).toBe(cause);
-    const problem = toProblem(error, '/x', 'r');
+    const problem = toProblem(asDatabaseUnavailable(error), '/x', 'r');
     expect(problem.body).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
     expect(problem.headers['Retry-After']).toBe(retryAfter);
     expect(problem.unexpected).toBe(false);
   });
 
+  it('takes a socket error that did not come from the database (a client that went away) for no database failure', () => {
+    expect(toProblem(pgError('ECONNRESET', 'aborted'), '/x', 'r').body.status).toBe(500);
+  });
+
   it('says the gateway is saturated, not that the database is unreachable, when the pool is exhausted', () => {
-    const detail = toProblem(new Error('timeout exceeded when trying to connect'), '/x', 'r').body.detail;
+    const detail = toProblem(asDatabaseUnavailable(new Error('timeout exceeded when trying to connect')), '/x', 'r').body.detail;
     expect(detail).toMatch(/saturated/);
     expect(detail).not.toMatch(/unreachable/);
   });

@@ -1,7 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
 import { AppError } from './app-error';
-import { DATABASE_FAILURES, databaseFailureOf } from './database-failure';
+import { DATABASE_FAILURES, DatabaseUnavailable } from './database-failure';
 import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -55,9 +55,8 @@ function classify(error: unknown): { code: ErrorCode; detail: string; errors?: F
   if (error instanceof AppError) return error;
   const fastifyCode = (error as { code?: unknown } | null)?.code;
   if (typeof fastifyCode === 'string' && fastifyCode in FASTIFY_CODES) return FASTIFY_CODES[fastifyCode];
-  const failure = databaseFailureOf(error);
-  if (failure) {
-    const { detail, retryAfterSeconds } = DATABASE_FAILURES[failure];
+  if (error instanceof DatabaseUnavailable) {
+    const { detail, retryAfterSeconds } = DATABASE_FAILURES[error.failure];
     return { code: 'SERVICE_UNAVAILABLE', detail, headers: { 'Retry-After': String(retryAfterSeconds) } };
   }
   if (error instanceof HttpException) {

@@ -17,6 +17,7 @@ import {
   ValidatorConstraint,
   ValidatorConstraintInterface,
 } from 'class-validator';
+import { TrustedProxies } from '../common/trusted-proxies';
 
 const DELAY = String.raw`\d{1,6}[smhd]`;
 const RETRY_SCHEDULE_PATTERN = new RegExp(`^${DELAY}(,${DELAY}){0,19}$`);
@@ -35,6 +36,14 @@ class GreaterThanTimeout implements ValidatorConstraintInterface {
   validate(value: unknown, args: ValidationArguments): boolean {
     const timeout = (args.object as AppConfig).OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS;
     return typeof value !== 'number' || typeof timeout !== 'number' || value > timeout;
+  }
+}
+
+/** TRUSTED_PROXIES must be addresses, CIDR ranges or the names loopback, private, linklocal. */
+@ValidatorConstraint({ name: 'trustedProxies' })
+class TrustedProxyList implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && TrustedProxies.invalidEntries(value).length === 0;
   }
 }
 
@@ -167,6 +176,18 @@ export class AppConfig {
 
   @IntInRange(1, 1000000)
   HTTP_MAX_CONNECTIONS = 1024;
+
+  /**
+   * Open connections from one client address (a trusted proxy's own are not counted): one client holding
+   * sockets open must not take every connection from the others.
+   */
+  @IntInRange(1, 1000000)
+  HTTP_MAX_CONNECTIONS_PER_CLIENT = 128;
+
+  /** Peers whose X-Forwarded-For names the client (comma-separated addresses, CIDR ranges, loopback, private, linklocal); unset: none. */
+  @IsOptional()
+  @Validate(TrustedProxyList, { message: 'must be comma-separated IP addresses or CIDR ranges, or the names loopback, private, linklocal' })
+  TRUSTED_PROXIES?: string;
 
   @IsOptional()
   @MinLength(16, { message: 'must be at least 16 characters long' })

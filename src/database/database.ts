@@ -1,6 +1,6 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Client, ClientConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
-import { isConnectionLost } from '../common/database-failure';
+import { asDatabaseUnavailable, isConnectionLost } from '../common/database-failure';
 import { BoundSql, Sql } from './sql';
 
 /** What every repository needs of a connection: one named statement at a time, with its rows. */
@@ -42,7 +42,11 @@ export class Transaction implements Queryable {
   async query<R extends QueryResultRow>(statement: Sql, values: readonly unknown[] = []): Promise<R[]> {
     // Its connection may serve another request by now: a late statement must not land in that one's transaction.
     if (this.ended) throw new Error('This transaction has ended: use it only inside the transaction() call that made it');
-    return (await this.client.query<R>({ name: statement.name, text: statement.text, values: sendable(values) })).rows;
+    try {
+      return (await this.client.query<R>({ name: statement.name, text: statement.text, values: sendable(values) })).rows;
+    } catch (error) {
+      throw asDatabaseUnavailable(error);
+    }
   }
 
   /** Calls `listener` once the transaction has committed; never if it rolls back. It must not throw. */
@@ -96,7 +100,7 @@ export class Database implements Queryable, OnApplicationShutdown {
       return (await client.query<R>({ name: statement.name, text: statement.text, values: sendable(values) })).rows;
     } catch (error) {
       failure = error;
-      throw error;
+      throw asDatabaseUnavailable(error);
     } finally {
       release(failure !== undefined && isConnectionLost(failure));
     }
@@ -122,7 +126,7 @@ export class Database implements Queryable, OnApplicationShutdown {
     const committed = answers.at(-1)!;
     if (failed && !failed.ok) {
       release(isConnectionLost(failed.error));
-      throw failed.error;
+      throw asDatabaseUnavailable(failed.error);
     }
     release();
     if (committed.ok && committed.result.command !== COMMIT) throw new TransactionRolledBack();
@@ -144,8 +148,8 @@ export class Database implements Queryable, OnApplicationShutdown {
     try {
       const result = await work(tx);
       const beginError = await begun;
-      if (beginError) throw beginError;
-      const { command } = await client.query(COMMIT);
+      if (beginError) throw asDatabaseUnavailable(beginError);
+      const { command } = await client.query(COMMIT).catch((error: unknown) => Promise.reject(asDatabaseUnavailable(error)));
       if (command !== COMMIT) throw new TransactionRolledBack();
       for (const listener of tx.committed) listener();
       return result;
@@ -185,7 +189,7 @@ export class Database implements Queryable, OnApplicationShutdown {
    * was lost or is due to retire.
    */
   private async checkout(): Promise<{ client: PoolClient; release: (discard?: boolean) => void }> {
-    const client = await this.pool.connect();
+    const client = await this.pool.connect().catch((error: unknown) => Promise.reject(asDatabaseUnavailable(error)));
     let lost: Error | undefined;
     const onError = (error: Error) => (lost = error);
     client.on('error', onError);

@@ -1,7 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AppError } from '../common/app-error';
-import { databaseFailureOf } from '../common/database-failure';
+import { DatabaseUnavailable, databaseFailureOf } from '../common/database-failure';
 import { ApiProblems } from '../common/problem.dto';
 import { DatabaseProbe } from './database-probe';
 
@@ -40,7 +40,8 @@ export class HealthController {
   @ApiProblems('SERVICE_UNAVAILABLE')
   async ready(): Promise<typeof READY> {
     await this.database.ping().catch((error: unknown) => {
-      throw databaseFailureOf(error) ? error : new AppError('SERVICE_UNAVAILABLE', 'The database did not answer the readiness check');
+      const failure = databaseFailureOf(error);
+      throw failure ? new DatabaseUnavailable(failure, error) : new AppError('SERVICE_UNAVAILABLE', 'The database did not answer the readiness check');
     });
     return READY;
   }

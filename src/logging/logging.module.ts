@@ -4,6 +4,7 @@ import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream, Level, Logger, LoggerOptions as Options } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { AppLogger } from './app-logger';
+import { redactUrl } from './redact-url';
 
 /** Headers that carry secrets; they are censored even if the serializers below are ever loosened. */
 export const REDACTED_PATHS = [
@@ -19,7 +20,7 @@ function pinoOptions(config: AppConfig): Options {
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     serializers: {
       // Log what identifies a request, not its headers or body.
-      req: (req: FastifyRequest) => ({ id: req.id, method: req.method, url: req.url, remoteAddress: req.ip }),
+      req: (req: FastifyRequest) => ({ id: req.id, method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
       res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
     },
   };

@@ -1,6 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length } from 'class-validator';
 import { TEXT_PATTERN } from '../../common/json-body-parser';
+import { cursorProperty } from '../../common/cursor';
 import { PageLimit } from '../../common/page-limit';
 import { DOCUMENT_TYPES } from '../document.entity';
 import type { DocumentType } from '../document.entity';
@@ -27,7 +28,7 @@ export class ListDocumentsQueryDto {
   @PageLimit(100, 20)
   limit?: number;
 
-  @ApiPropertyOptional({ pattern: TEXT_PATTERN, description: 'The nextCursor of the previous page; any other value is a 422' })
+  @ApiPropertyOptional(cursorProperty('The nextCursor of the previous page'))
   @IsOptional()
   @IsString()
   cursor?: string;

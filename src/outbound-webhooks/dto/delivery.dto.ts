@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import { SOURCE_PATTERN } from '../../common/source';
+import { cursorProperty } from '../../common/cursor';
 import { PageLimit } from '../../common/page-limit';
 import { DELIVERY_STATUSES } from '../outbound-delivery.entity';
 import type { DeliveryStatus } from '../outbound-delivery.entity';
@@ -16,7 +17,7 @@ export class ListDeliveriesQueryDto {
   @PageLimit(100, 20)
   limit?: number;
 
-  @ApiPropertyOptional({ description: 'The nextCursor of the previous page' })
+  @ApiPropertyOptional(cursorProperty('The nextCursor of the previous page'))
   @IsOptional()
   @IsString()
   cursor?: string;

@@ -38,7 +38,7 @@ export class CreateWebhookEndpointDto {
   @Length(1, 500)
   description?: string;
 
-  @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true, description: 'The event types to receive; absent: all' })
+  @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true, minItems: 1, uniqueItems: true, description: 'The event types to receive; absent: all' })
   @EventTypes()
   eventTypes?: OutboundEventType[];
 }
@@ -56,7 +56,7 @@ export class UpdateWebhookEndpointDto {
   @Length(1, 500)
   description?: string | null;
 
-  @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true })
+  @ApiPropertyOptional({ enum: OUTBOUND_EVENT_TYPES, isArray: true, minItems: 1, uniqueItems: true })
   @EventTypes()
   eventTypes?: OutboundEventType[];
 
