@@ -1,4 +1,7 @@
-/** Two projects: unit specs beside the code, e2e specs through HTTP against a real PostgreSQL. */
+/**
+ * Two projects: unit specs beside the code (and the deployment files' specs under test/deploy, which need
+ * no database), e2e specs through HTTP against a real PostgreSQL.
+ */
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
 
 module.exports = {
@@ -8,7 +11,7 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       rootDir: '.',
-      testMatch: ['<rootDir>/src/**/*.spec.ts'],
+      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/deploy/**/*.spec.ts'],
       transform,
     },
     {
