@@ -63,7 +63,6 @@ function modelModule({ apiVersion, kind }: { apiVersion: string; kind: string })
 export function schemaProblems(object: KubernetesObject): string[] {
   let Model: new (data: unknown) => { validate(): void };
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     Model = require(modelModule(object))[object.kind];
   } catch {
     return [`no model for ${key(object)}`];

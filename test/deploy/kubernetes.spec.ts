@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/app-config';
 import {
   DEPLOY,
@@ -121,7 +120,7 @@ describe('deploy/kubernetes: every manifest against the Kubernetes schemas', () 
     expect(new Set(images('deploy/kubernetes'))).toEqual(new Set([`"image":"${NAME}:0.1.0"`]));
     expect(new Set(images('deploy/overlay-example/app'))).toEqual(new Set([`"image":"registry.example.com/${NAME}:0.1.0"`]));
     // The dashboard becomes a ConfigMap Grafana's sidecar picks up.
-    const dashboardMap = built.find((m) => m.object.kind === 'ConfigMap' && m.object.metadata?.name === `${NAME}-dashboard`)!.object as { data: Record<string, string> };
+    const dashboardMap = built.find((m) => m.object.kind === 'ConfigMap' && m.object.metadata?.name === `${NAME}-dashboard`)!.object as KubernetesObject & { data: Record<string, string> };
     expect(dashboardMap.metadata?.labels).toMatchObject({ grafana_dashboard: '1' });
     expect(JSON.parse(dashboardMap.data[`${NAME}.json`]).uid).toBe(NAME);
   });
@@ -274,8 +273,21 @@ describe('deploy/kubernetes/examples', () => {
     expect(new Set(backends)).toEqual(new Set([NAME]));
   });
 
-  it('keeps every example file a manifest that validates (covered above) and lists the examples', () => {
-    expect(readdirSync(join(KUBERNETES, 'examples')).sort()).toEqual(['cloudnative-pg.yaml', 'ingress.yaml', 'valkey.yaml']);
-    expect(parse(readFileSync(join(KUBERNETES, 'kustomization.yaml'), 'utf8')).namespace).toBe(NAME);
+  it('recovers a CloudNativePG cluster from the object store the example cluster archives to', () => {
+    const cluster = find('examples/cloudnative-pg.yaml', 'Cluster');
+    const restored = find('examples/cloudnative-pg-restore.yaml', 'Cluster');
+    const source = restored.spec.externalClusters.find((c: { name: string }) => c.name === restored.spec.bootstrap.recovery.source);
+    expect(source.barmanObjectStore.destinationPath).toBe(cluster.spec.backup.barmanObjectStore.destinationPath);
+    expect(restored.spec.bootstrap.recovery.recoveryTarget.targetTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  });
+});
+
+describe('docs/operations.md', () => {
+  it('names every file of deploy/kubernetes and the overlay example', () => {
+    const guide = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
+    const files = [...yamlFiles(KUBERNETES), ...yamlFiles(join(DEPLOY, 'overlay-example'))].map((file) => relative(KUBERNETES, file));
+    const unnamed = files.filter((file) => !file.endsWith('kustomization.yaml') && !guide.includes(file.replace(/^(migrations|monitoring)\//, '')));
+    expect(unnamed).toEqual([]);
+    expect(readdirSync(join(KUBERNETES, 'monitoring', 'dashboards')).every((file) => guide.includes(file))).toBe(true);
   });
 });

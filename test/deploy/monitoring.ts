@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parser } from '@prometheus-io/lezer-promql';
+import type { parser as PromqlParser } from '@prometheus-io/lezer-promql' with { 'resolution-mode': 'import' };
 import { parseAllDocuments } from 'yaml';
+
+// An ES module with a CommonJS build (its exports' `require`), which TypeScript's node16 resolution does not see.
+const { parser } = require('@prometheus-io/lezer-promql') as { parser: typeof PromqlParser };
 
 const MONITORING = join(__dirname, '..', '..', 'deploy', 'kubernetes', 'monitoring');
 
