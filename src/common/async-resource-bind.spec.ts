@@ -51,6 +51,17 @@ describe('AsyncResource.bind without the deprecated accessor', () => {
     if (/^(20|24)\./.test(process.versions.node)) expect(nodeBindAddsAccessor()).toBe(true);
   });
 
+  it("still knows Node's own bind in a copy of the module loaded after another copy replaced it (Jest's registry per test file)", () => {
+    AsyncResource.bind = leanAsyncResourceBind;
+    let copy: typeof import('./async-resource-bind') | undefined;
+    jest.isolateModules(() => {
+      copy = require('./async-resource-bind');
+    });
+    expect(copy!.leanAsyncResourceBind).not.toBe(leanAsyncResourceBind);
+    expect(copy!.nodeBindAddsAccessor()).toBe(nodeBindAddsAccessor());
+    expect(() => copy!.leanAsyncResourceBind(42 as unknown as () => void)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+  });
+
   it('runs the function in the async context it was bound in, with its arguments, `this` and result', async () => {
     AsyncResource.bind = leanAsyncResourceBind;
     const storage = new AsyncLocalStorage<string>();

@@ -1,6 +1,10 @@
 import { AsyncResource } from 'node:async_hooks';
 
-const nodeBind = AsyncResource.bind;
+type Bind = typeof AsyncResource.bind;
+const NODE_BIND = Symbol.for('tax-document-gateway:node-async-resource-bind');
+
+/** Node's own bind, also when another copy of this module (Jest loads one per test file) replaced it already. */
+const nodeBind: Bind = (AsyncResource.bind as Bind & { [NODE_BIND]?: Bind })[NODE_BIND] ?? AsyncResource.bind;
 
 /**
  * AsyncResource.bind as Node 20 has it, less the deprecated `asyncResource` accessor (DEP0172) it puts
@@ -29,7 +33,8 @@ export const leanAsyncResourceBind = function (fn: (...args: unknown[]) => unkno
       : resource.runInAsyncScope.bind(resource, fn, thisArg);
   Object.defineProperty(bound, 'length', { configurable: true, enumerable: false, value: fn.length, writable: false });
   return bound;
-} as typeof nodeBind;
+} as Bind;
+Object.defineProperty(leanAsyncResourceBind, NODE_BIND, { value: nodeBind });
 
 /** Whether Node's own bind puts the deprecated accessor on bound functions (20 and 24 do, 26 does not). */
 export function nodeBindAddsAccessor(): boolean {
