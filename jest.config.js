@@ -2,7 +2,8 @@
  * Three tiers: unit specs beside the code (pure decisions, no I/O; the gateway's and the TypeScript
  * client's); medium specs of repositories and the data layer against a real PostgreSQL with the real
  * migrations; e2e specs through HTTP with the production app. The two that need PostgreSQL share one
- * server for the run (test/support/global-setup.ts).
+ * server for the run (test/support/global-setup.ts). The deployment files' specs (test/deploy) need no
+ * database and run with the unit tier.
  */
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
 const withDatabase = { globalSetup: '<rootDir>/test/support/global-setup.ts', globalTeardown: '<rootDir>/test/support/global-teardown.ts' };
@@ -14,7 +15,7 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       rootDir: '.',
-      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/clients/typescript/src/**/*.spec.ts'],
+      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/clients/typescript/src/**/*.spec.ts', '<rootDir>/test/deploy/**/*.spec.ts'],
       transform,
     },
     { displayName: 'medium', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/test/medium/**/*.medium-spec.ts'], transform, ...withDatabase },

@@ -1,4 +1,5 @@
-// Adds up Jest's --json result files into the one closing line CI reads: "tests: N passed, N failed".
+// Adds up the Jest --json result files of every run (.ci/run: Node 20 embedded and server, Node 24)
+// into the one closing line CI reads: "tests: N passed, N failed".
 const { readFileSync } = require('node:fs');
 
 let passed = 0;

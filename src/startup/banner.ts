@@ -1,7 +1,9 @@
 import { AppConfig } from '../config/app-config';
 import { SecretSource, StartupSecrets } from './generated-secrets';
 
-const describe = (source: SecretSource) => ('variable' in source ? `from ${source.variable}` : `in ${source.file} (generated)`);
+// "generated" only on the start that made the file: on every later one the value is the same as before.
+const describe = (source: SecretSource) =>
+  'variable' in source ? `from ${source.variable}` : source.generated ? `in ${source.file} (generated)` : `read from ${source.file}`;
 
 /** The last lines of start-up: where to go next and where the secrets are, never the secrets themselves. */
 export function startupBanner(config: AppConfig, port: number, secrets: StartupSecrets): string {

@@ -15,15 +15,28 @@ describe('secrets on start-up', () => {
   it('generates each unset secret once into DATA_DIR (mode 0600) and reuses it', async () => {
     const first = loadConfig({ DATA_DIR: dataDir });
     const sources = await resolveStartupSecrets(first);
-    expect(sources).toEqual({ adminToken: { file: join(dataDir, 'admin-token') }, webhookSecret: { file: join(dataDir, 'bank-webhook-secret') } });
+    expect(sources).toEqual({
+      adminToken: { file: join(dataDir, 'admin-token'), generated: true },
+      webhookSecret: { file: join(dataDir, 'bank-webhook-secret'), generated: true },
+    });
     expect(first.ADMIN_TOKEN).toMatch(/^[\w-]{43}$/);
     expect(first.BANK_WEBHOOK_SECRET).toMatch(/^[\w-]{43}$/);
     expect(first.ADMIN_TOKEN).not.toBe(first.BANK_WEBHOOK_SECRET);
     for (const file of ['admin-token', 'bank-webhook-secret']) expect((await stat(join(dataDir, file))).mode & 0o777).toBe(0o600);
 
     const again = loadConfig({ DATA_DIR: dataDir });
-    await resolveStartupSecrets(again);
+    expect(await resolveStartupSecrets(again)).toEqual({
+      adminToken: { file: join(dataDir, 'admin-token'), generated: false },
+      webhookSecret: { file: join(dataDir, 'bank-webhook-secret'), generated: false },
+    });
     expect([again.ADMIN_TOKEN, again.BANK_WEBHOOK_SECRET]).toEqual([first.ADMIN_TOKEN, first.BANK_WEBHOOK_SECRET]);
+  });
+
+  it('creates no DATA_DIR when both secrets are set', async () => {
+    const missing = join(dataDir, 'not-there');
+    const config = loadConfig({ DATA_DIR: missing, ADMIN_TOKEN: 'an-admin-token-from-the-env', BANK_WEBHOOK_SECRET: 'a-webhook-secret-from-env' });
+    expect(await resolveStartupSecrets(config)).toEqual({ adminToken: { variable: 'ADMIN_TOKEN' }, webhookSecret: { variable: 'BANK_WEBHOOK_SECRET' } });
+    await expect(stat(missing)).rejects.toThrow('ENOENT');
   });
 
   it('prefers the variables, writing no file for them, and replaces an emptied file', async () => {
@@ -45,6 +58,11 @@ describe('secrets on start-up', () => {
     expect(banner).toContain('Bank webhook secret  set, from BANK_WEBHOOK_SECRET');
     expect(banner).not.toContain(config.ADMIN_TOKEN);
     expect(banner).not.toContain('a-webhook-secret-from-env');
+    // Says "generated" only on the start that generated it; later starts read the same file.
+    const restarted = startupBanner(config, 3000, await resolveStartupSecrets(loadConfig({ DATA_DIR: dataDir })));
+    expect(restarted).toContain(`Admin token          read from ${join(dataDir, 'admin-token')}\n`);
+    expect(restarted).toContain(`Bank webhook secret  set, in ${join(dataDir, 'bank-webhook-secret')} (generated)`);
+    expect(restarted).not.toContain('admin-token (generated)');
     expect(startupBanner(loadConfig({ HOST: '::1' }), 8080, { adminToken: { variable: 'ADMIN_TOKEN' }, webhookSecret: { variable: 'BANK_WEBHOOK_SECRET' } })).toContain('http://[::1]:8080/admin');
   });
 });

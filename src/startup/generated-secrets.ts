@@ -3,8 +3,11 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { AppConfig } from '../config/app-config';
 
-/** Where a secret came from: the environment, or a file under DATA_DIR made on first start. */
-export type SecretSource = { variable: string } | { file: string };
+/**
+ * Where a secret came from: the environment, or a file under DATA_DIR, which this start either
+ * generated or read (made by an earlier start, by another instance sharing DATA_DIR, or by hand).
+ */
+export type SecretSource = { variable: string } | { file: string; generated: boolean };
 
 export interface StartupSecrets {
   adminToken: SecretSource;
@@ -14,31 +17,37 @@ export interface StartupSecrets {
 export const ADMIN_TOKEN_FILE = 'admin-token';
 export const WEBHOOK_SECRET_FILE = 'bank-webhook-secret';
 
-async function readOrCreate(file: string): Promise<string> {
+async function readOrCreate(file: string): Promise<{ secret: string; generated: boolean }> {
   const existing = await readFile(file, 'utf8').catch(() => null);
-  if (existing?.trim()) return existing.trim();
+  if (existing?.trim()) return { secret: existing.trim(), generated: false };
   const secret = randomBytes(32).toString('base64url');
   // 'wx' fails if another instance created it meanwhile: then theirs is the one both use. An empty
   // file (truncated by hand) is replaced.
-  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: existing === null ? 'wx' : 'w' }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EEXIST') throw error;
-  });
-  return (await readFile(file, 'utf8')).trim();
+  const generated = await writeFile(file, `${secret}\n`, { mode: 0o600, flag: existing === null ? 'wx' : 'w' }).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+      return false;
+    },
+  );
+  return { secret: (await readFile(file, 'utf8')).trim(), generated };
 }
 
 /**
  * ADMIN_TOKEN and BANK_WEBHOOK_SECRET when set; otherwise each is generated once into DATA_DIR (mode
  * 0600) and reused on every restart, so a restart never signs the administrator out and the
- * README's examples can read them from there. Fills `config` in place.
+ * README's examples can read them from there. Fills `config` in place. With both set, DATA_DIR is not
+ * touched (a container with a read-only root filesystem and a configured database writes nothing).
  */
 export async function resolveStartupSecrets(config: AppConfig): Promise<StartupSecrets> {
   const dataDir = resolve(config.DATA_DIR);
-  await mkdir(dataDir, { recursive: true });
   const source = async (variable: 'ADMIN_TOKEN' | 'BANK_WEBHOOK_SECRET', name: string): Promise<SecretSource> => {
     if (config[variable]) return { variable };
+    await mkdir(dataDir, { recursive: true });
     const file = join(dataDir, name);
-    config[variable] = await readOrCreate(file);
-    return { file };
+    const { secret, generated } = await readOrCreate(file);
+    config[variable] = secret;
+    return { file, generated };
   };
   return { adminToken: await source('ADMIN_TOKEN', ADMIN_TOKEN_FILE), webhookSecret: await source('BANK_WEBHOOK_SECRET', WEBHOOK_SECRET_FILE) };
 }

@@ -109,6 +109,8 @@ const asRoot = process.getuid?.() === 0;
     expect(list.data.map((k: { source: string }) => k.source)).toEqual(['first-start']);
     expect((await readFile(tokenFile, 'utf8')).trim()).toBe(token);
     expect(gateway!.stdout()).toContain('  Bank webhook secret  set, from BANK_WEBHOOK_SECRET');
+    // The token is the one generated on the first start: "generated" no more.
+    expect(gateway!.stdout()).toContain(`  Admin token          read from ${tokenFile}\n`);
     await stop();
   });
 
