@@ -71,12 +71,13 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   const fastify = app.getHttpAdapter().getInstance();
   fastify.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
   limitConnectionsPerClient(fastify.server, config.HTTP_MAX_CONNECTIONS_PER_CLIENT, trustedProxies);
-  // Before the routes are registered (by app.init below), so that it sees every one of them.
-  new KnownRoutes().collectFrom(fastify);
   registerSecurityHeaders(fastify, { contentSecurityPolicy: { directives: DEFAULT_CSP }, frameguard: { action: 'deny' } });
   // The bank webhook verifies a signature over its raw bytes, whatever their media type.
   const rawBodyRoutes = [BANK_WEBHOOK_PATH];
   registerHttpHooks(fastify, rawBodyRoutes);
+  // After the hooks every answer gets (security headers, request id); before the routes are registered
+  // (by app.init below), so that it sees every one of them.
+  new KnownRoutes().collectFrom(fastify);
   registerRequestLog(fastify, (await app.resolve(PinoLogger)).logger);
   registerJsonBodyParser(fastify, rawBodyRoutes, config.BODY_LIMIT_BYTES);
   app.get(MetricsService).instrument(fastify);

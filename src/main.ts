@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createApp } from './app.factory';
+import { Readiness } from './health/readiness';
 import { AppConfig, ConfigValidationError, loadConfig } from './config/app-config';
 import { locateDatabase } from './database/database-location';
 import { startupBanner } from './startup/banner';
@@ -47,9 +48,15 @@ async function bootstrap(): Promise<void> {
   const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
+    // Not ready from now on, so that a load balancer stops sending; requests keep being served meanwhile.
+    app.get(Readiness).drain();
+    if (config.SHUTDOWN_DELAY_SECONDS > 0) {
+      log.info({ signal, delaySeconds: config.SHUTDOWN_DELAY_SECONDS }, 'Shutting down: not ready, still serving until the delay is over');
+      await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DELAY_SECONDS * 1000));
+    }
     log.info({ signal }, 'Shutting down: finishing in-flight requests');
-    // app.close() stops accepting, waits for in-flight requests, then closes the pool; the embedded
-    // cluster goes last so those requests still have their database.
+    // app.close() stops accepting, waits for in-flight requests, releases push delivery claims, then
+    // closes the pool; the embedded cluster goes last so those requests still have their database.
     await app.close();
     await database.release();
     log.info('Shutdown complete');

@@ -1,6 +1,8 @@
 import { ExecutionContext } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { AppConfig } from '../config/app-config';
+import { Database } from '../database/database';
+import { MetricsService } from '../metrics/metrics.service';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysService } from './api-keys.service';
 import { AuthenticatedKey } from './authenticated-key';
@@ -43,24 +45,31 @@ describe('ApiKeyGuard', () => {
 
 describe('RateLimitGuard', () => {
   const config = Object.assign(new AppConfig(), { RATE_LIMIT_PER_MINUTE: 2 });
+  const metrics = new MetricsService({ statistics: () => ({ total: 0, idle: 0, waiting: 0, max: 0 }) } as unknown as Database);
+  const reply = () => {
+    const headers: Record<string, string> = {};
+    return { headers, reply: { headers: (h: Record<string, string>) => Object.assign(headers, h) } };
+  };
+  const contextWith = (request: object, response: object) =>
+    ({ switchToHttp: () => ({ getRequest: () => request, getResponse: () => response }) }) as unknown as ExecutionContext;
 
-  it('counts only authenticated requests, and refuses past the limit with RATE_LIMITED and Retry-After', () => {
-    const guard = new RateLimitGuard(new KeyRateLimiter(config), config);
-    expect(guard.canActivate(contextFor({ headers: {} }))).toBe(true);
-    const request = { apiKey: KEY };
-    expect(guard.canActivate(contextFor(request))).toBe(true);
-    expect(guard.canActivate(contextFor(request))).toBe(true);
-    const error = (() => {
-      try {
-        return guard.canActivate(contextFor(request));
-      } catch (e) {
-        return e;
-      }
-    })();
-    expect(error).toBeInstanceOf(AppError);
-    expect((error as AppError).code).toBe('RATE_LIMITED');
-    expect(Number((error as AppError).headers['Retry-After'])).toBeGreaterThanOrEqual(1);
-    // Another key has its own budget.
-    expect(guard.canActivate(contextFor({ apiKey: { ...KEY, keyId: 'k2' } }))).toBe(true);
+  it('counts only authenticated requests, tells each its budget, and refuses past the limit with RATE_LIMITED and Retry-After', async () => {
+    const limiter = new KeyRateLimiter(config, metrics);
+    const guard = new RateLimitGuard(limiter);
+    try {
+      await expect(guard.canActivate(contextWith({ headers: {} }, reply().reply))).resolves.toBe(true);
+      const first = reply();
+      await expect(guard.canActivate(contextWith({ apiKey: KEY }, first.reply))).resolves.toBe(true);
+      expect(first.headers).toEqual({ 'RateLimit-Policy': '"per-key";q=2;w=60', RateLimit: '"per-key";r=1;t=30' });
+      await expect(guard.canActivate(contextWith({ apiKey: KEY }, reply().reply))).resolves.toBe(true);
+      const error = await guard.canActivate(contextWith({ apiKey: KEY }, reply().reply)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AppError);
+      expect((error as AppError).code).toBe('RATE_LIMITED');
+      expect((error as AppError).headers).toMatchObject({ 'Retry-After': '30', RateLimit: '"per-key";r=0;t=60' });
+      // Another key has its own budget.
+      await expect(guard.canActivate(contextWith({ apiKey: { ...KEY, keyId: 'k2' } }, reply().reply))).resolves.toBe(true);
+    } finally {
+      limiter.onApplicationShutdown();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { MetricsModule } from '../metrics/metrics.module';
 import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysRepository } from './api-keys.repository';
@@ -9,6 +10,7 @@ import { MeController } from './me.controller';
 import { RateLimitGuard } from './rate-limit.guard';
 
 @Module({
+  imports: [MetricsModule],
   controllers: [MeController],
   providers: [
     ApiKeysRepository,

@@ -17,11 +17,13 @@ describe('Gcra', () => {
   it('allows the limit at once, then refuses with the seconds until the next request fits', () => {
     const gcra = new Gcra(3);
     const now = 1_000_000;
-    for (let i = 0; i < 3; i++) expect(gcra.take('k', now)).toEqual({ allowed: true });
-    expect(gcra.take('k', now)).toEqual({ allowed: false, retryAfterSeconds: 20 });
-    expect(gcra.take('other', now)).toEqual({ allowed: true });
-    expect(gcra.take('k', now + 19_999)).toEqual({ allowed: false, retryAfterSeconds: 1 });
-    expect(gcra.take('k', now + 20_000)).toEqual({ allowed: true });
+    expect(gcra.take('k', now)).toEqual({ allowed: true, remaining: 2, resetSeconds: 20 });
+    expect(gcra.take('k', now)).toEqual({ allowed: true, remaining: 1, resetSeconds: 40 });
+    expect(gcra.take('k', now)).toEqual({ allowed: true, remaining: 0, resetSeconds: 60 });
+    expect(gcra.take('k', now)).toEqual({ allowed: false, remaining: 0, resetSeconds: 60, retryAfterSeconds: 20 });
+    expect(gcra.take('other', now)).toMatchObject({ allowed: true });
+    expect(gcra.take('k', now + 19_999)).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
+    expect(gcra.take('k', now + 20_000)).toEqual({ allowed: true, remaining: 0, resetSeconds: 60 });
   });
 
   it('refused requests do not use up the budget', () => {

@@ -1,28 +1,89 @@
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Gauge } from 'prom-client';
+import { describeFailure } from '../common/database-failure';
 import { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
 import { Gcra, RateDecision } from './gcra';
+import { SharedRateLimit } from './shared-rate-limit';
 
 const SWEEP_INTERVAL_MS = 60_000;
+/** A shared store slower than this counts as down (CONTRACT §5.1): the request goes on with this instance's counters. */
+const SHARED_STORE_TIMEOUT_MS = 50;
+/** While the shared store is down, how often it is asked whether it is back. */
+const PROBE_INTERVAL_MS = 1000;
 
 /**
- * RATE_LIMIT_PER_MINUTE per API key, counted in this process (GCRA, constant work per request): with
- * several instances behind a balancer each enforces the limit on its own share of the traffic.
+ * RATE_LIMIT_PER_MINUTE per API key (GCRA, constant work per request). With REDIS_URL the limit is shared
+ * by every instance through Redis or Valkey, one round trip per check; while that store cannot be reached
+ * or answers slower than 50 ms, this instance counts on its own (each instance then allows the limit on its
+ * share of the traffic), says so once at warn and in `rate_limit_shared_store_up`, and goes back to the
+ * store as soon as it answers again. Without REDIS_URL every instance counts on its own.
  */
 @Injectable()
 export class KeyRateLimiter implements OnApplicationShutdown {
-  private readonly gcra: Gcra;
+  private readonly logger = new Logger('RateLimit');
+  private readonly local: Gcra;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly shared: SharedRateLimit | null;
+  private sharedUp = true;
+  private probe: NodeJS.Timeout | null = null;
 
-  constructor(config: AppConfig) {
-    this.gcra = new Gcra(config.RATE_LIMIT_PER_MINUTE);
-    this.sweeper = setInterval(() => this.gcra.sweep(), SWEEP_INTERVAL_MS).unref();
+  constructor(
+    private readonly config: AppConfig,
+    metrics: MetricsService,
+  ) {
+    this.local = new Gcra(config.RATE_LIMIT_PER_MINUTE);
+    this.sweeper = setInterval(() => this.local.sweep(), SWEEP_INTERVAL_MS).unref();
+    this.shared = config.REDIS_URL ? new SharedRateLimit(config.REDIS_URL, SHARED_STORE_TIMEOUT_MS) : null;
+    if (this.shared) {
+      const limiter = this;
+      new Gauge({
+        name: 'rate_limit_shared_store_up',
+        help: 'Whether the shared rate-limit store (REDIS_URL) answers (1); 0 while this instance counts on its own',
+        registers: [metrics.registry],
+        collect() {
+          this.set(limiter.sharedUp ? 1 : 0);
+        },
+      });
+    }
   }
 
-  take(keyId: string): RateDecision {
-    return this.gcra.take(keyId);
+  get limit(): number {
+    return this.config.RATE_LIMIT_PER_MINUTE;
+  }
+
+  async take(keyId: string): Promise<RateDecision> {
+    if (this.shared && this.sharedUp) {
+      try {
+        return await this.shared.take(keyId, this.limit);
+      } catch (error) {
+        this.storeDown(error);
+      }
+    }
+    return this.local.take(keyId);
   }
 
   onApplicationShutdown(): void {
     clearInterval(this.sweeper);
+    if (this.probe) clearInterval(this.probe);
+    void this.shared?.close();
+  }
+
+  private storeDown(error: unknown): void {
+    if (!this.sharedUp) return;
+    this.sharedUp = false;
+    this.logger.warn(describeFailure(error), "The shared rate-limit store does not answer; counting with this instance's own counters until it does");
+    this.probe = setInterval(() => {
+      this.shared!.ping().then(() => this.storeUp(), () => undefined);
+    }, PROBE_INTERVAL_MS);
+    this.probe.unref();
+  }
+
+  private storeUp(): void {
+    if (this.sharedUp) return;
+    this.sharedUp = true;
+    if (this.probe) clearInterval(this.probe);
+    this.probe = null;
+    this.logger.log('The shared rate-limit store answers again; the limit is shared again');
   }
 }

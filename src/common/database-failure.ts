@@ -106,3 +106,10 @@ export function describeFailure(error: unknown): { cause: string; code?: string;
     ...(typeof message === 'string' ? { message: message.slice(0, 200) } : { message: String(error).slice(0, 200) }),
   };
 }
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set when the request was answered 503 because of the database: why (for the metrics). */
+    databaseFailure?: DatabaseFailure;
+  }
+}

@@ -14,7 +14,7 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
 type Headers = Record<string, string | string[] | undefined>;
 
-function hasBody(headers: Headers): boolean {
+export function hasBody(headers: Headers): boolean {
   const length = headers['content-length'];
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

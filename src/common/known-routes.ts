@@ -1,5 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from './app-error';
+import { hasBody } from './http-hooks';
 
 /**
  * The methods each known path takes, collected as routes are registered, so that a known path asked with
@@ -18,7 +19,8 @@ export class KnownRoutes {
       for (const m of Array.isArray(method) ? method : [method]) methods.add(m.toUpperCase());
       if (!known) this.routes.push({ pattern, methods });
     });
-    fastify.addHook('onRequest', async (request) => {
+    /** A 405 for a known path; for an unknown one, `unknown` (the 404 answer) or nothing (the router's 404 handler answers). */
+    const refuse = async (request: FastifyRequest, unknown?: AppError) => {
       if (!request.is404) return;
       const allowed = this.methodsOf(request.url.split('?')[0]);
       if (allowed.length > 0) {
@@ -26,7 +28,15 @@ export class KnownRoutes {
           Allow: allowed.join(', '),
         });
       }
+      if (unknown) throw unknown;
+    };
+    // A request with a body is answered once it is read, so the HTTP layer's own answers (413, 415) come
+    // first, as for any route; one without is answered at once, before a body-less QUERY is asked for the
+    // Content-Type it does not need.
+    fastify.addHook('onRequest', async (request) => {
+      if (!hasBody(request.headers)) await refuse(request, new AppError('NOT_FOUND', 'No such route or resource'));
     });
+    fastify.addHook('preHandler', (request) => refuse(request));
   }
 
   /** The methods `path` takes, in a stable order; none for a path no route has. */

@@ -27,6 +27,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     if (problem.unexpected) {
       this.logger.error({ err: loggable(exception), requestId: request.id }, 'Unexpected error');
     } else if (exception instanceof DatabaseUnavailable) {
+      request.databaseFailure = exception.failure;
       // An expected condition, logged once per request and without a stack: an outage must not bury the log.
       this.logger.warn({ requestId: request.id, cause: exception.failure, code: exception.code }, `Database unavailable: ${exception.failure}`);
     }

@@ -1,6 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { plainToInstance, Transform } from 'class-transformer';
 import {
+  getMetadataStorage,
   IsBoolean,
   IsIn,
   IsInt,
@@ -51,7 +52,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Values that must never be echoed back, not even in a start-up error. */
-const SECRET_VARIABLES = new Set(['DATABASE_URL', 'PGPASSWORD', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN']);
+const SECRET_VARIABLES = new Set(['DATABASE_URL', 'REDIS_URL', 'PGPASSWORD', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN']);
 
 const toInt = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
@@ -151,7 +152,7 @@ export class AppConfig {
 
   /**
    * How long a pooled connection lives before it is replaced. Its prepared statements keep the plans
-   * made with the table sizes of the time; a new connection plans them afresh (see typeorm-options).
+   * made with the table sizes of the time; a new connection plans them afresh (see connection-options).
    */
   @IntInRange(1, 86400)
   DB_POOL_CONNECTION_LIFETIME_SECONDS = 60;
@@ -183,6 +184,18 @@ export class AppConfig {
    */
   @IntInRange(1, 1000000)
   HTTP_MAX_CONNECTIONS_PER_CLIENT = 128;
+
+  /**
+   * After SIGTERM, how long /health/ready answers 503 while requests are still served, so that a load
+   * balancer stops sending before the instance stops accepting.
+   */
+  @IntInRange(0, 300)
+  SHUTDOWN_DELAY_SECONDS = 0;
+
+  /** A Redis or Valkey through which every instance shares the per-key rate limit; unset: each instance counts on its own. */
+  @IsOptional()
+  @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL (Valkey takes the same)' })
+  REDIS_URL?: string;
 
   /** Peers whose X-Forwarded-For names the client (comma-separated addresses, CIDR ranges, loopback, private, linklocal); unset: none. */
   @IsOptional()
@@ -234,10 +247,20 @@ function describe(error: ValidationError): string {
   return `${error.property} ${rule}${shown}`;
 }
 
+/**
+ * Every variable the configuration reads: each property with a rule, those without a default (optional
+ * ones such as TRUSTED_PROXIES) included, which `new AppConfig()` does not have as keys.
+ */
+export function configVariables(): string[] {
+  const validated = getMetadataStorage()
+    .getTargetValidationMetadatas(AppConfig, '', true, false)
+    .map((rule) => rule.propertyName);
+  return [...new Set([...Object.keys(new AppConfig()), ...validated])];
+}
+
 /** Reads the known variables from `env`; an empty string counts as unset. Throws ConfigValidationError. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const known = Object.keys(new AppConfig());
-  const names = new Set([...known, ...SECRET_VARIABLES, 'PGHOST', 'PGPORT', 'PGUSER', 'PGDATABASE']);
+  const names = new Set(configVariables());
   const raw: Record<string, string> = {};
   for (const name of names) {
     const value = env[name];

@@ -1,9 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AppError } from '../common/app-error';
-import { DatabaseUnavailable, databaseFailureOf } from '../common/database-failure';
 import { ApiProblems } from '../common/problem.dto';
-import { DatabaseProbe } from './database-probe';
+import { Readiness } from './readiness';
 
 const INDICATOR = { type: 'object', additionalProperties: { type: 'object', required: ['status'], properties: { status: { type: 'string', example: 'up' } } } };
 
@@ -12,7 +10,7 @@ const READY = { status: 'ok', info: { database: { status: 'up' } }, error: {}, d
 @ApiTags('operations')
 @Controller('health')
 export class HealthController {
-  constructor(private readonly database: DatabaseProbe) {}
+  constructor(private readonly readiness: Readiness) {}
 
   @Get('live')
   @ApiOperation({ operationId: 'getLiveness', summary: 'Liveness probe', description: 'Answers 200 while the process is up; it does not touch the database.' })
@@ -21,13 +19,13 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** A failed ping reaches the error filter as the driver's error, so the 503 names its cause. */
   @Get('ready')
   @ApiOperation({
     operationId: 'getReadiness',
     summary: 'Readiness probe',
     description:
-      'Answers 200 when the database answers within 2 s on a connection of its own (outside the request pool), otherwise 503 `SERVICE_UNAVAILABLE` with `Retry-After: 5`.',
+      'Answers 200 when the database answers within 2 s on a connection of its own (outside the request pool), otherwise 503 `SERVICE_UNAVAILABLE` with `Retry-After: 5`; ' +
+      '503 too from the moment the instance is asked to stop (SIGTERM), while it still serves requests for SHUTDOWN_DELAY_SECONDS.',
   })
   @ApiOkResponse({
     schema: {
@@ -39,10 +37,7 @@ export class HealthController {
   })
   @ApiProblems('SERVICE_UNAVAILABLE')
   async ready(): Promise<typeof READY> {
-    await this.database.ping().catch((error: unknown) => {
-      const failure = databaseFailureOf(error);
-      throw failure ? new DatabaseUnavailable(failure, error) : new AppError('SERVICE_UNAVAILABLE', 'The database did not answer the readiness check');
-    });
+    await this.readiness.check();
     return READY;
   }
 }

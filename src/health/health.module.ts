@@ -1,6 +1,27 @@
-import { Module } from '@nestjs/common';
+import { Module, OnModuleInit } from '@nestjs/common';
+import { Gauge } from 'prom-client';
+import { MetricsModule } from '../metrics/metrics.module';
+import { MetricsService } from '../metrics/metrics.service';
 import { DatabaseProbe } from './database-probe';
 import { HealthController } from './health.controller';
+import { Readiness } from './readiness';
 
-@Module({ controllers: [HealthController], providers: [DatabaseProbe] })
-export class HealthModule {}
+@Module({ imports: [MetricsModule], controllers: [HealthController], providers: [DatabaseProbe, Readiness], exports: [Readiness] })
+export class HealthModule implements OnModuleInit {
+  constructor(
+    private readonly readiness: Readiness,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  onModuleInit(): void {
+    const readiness = this.readiness;
+    new Gauge({
+      name: 'gateway_ready',
+      help: 'Whether this instance is ready for traffic (1): its database answers and it is not shutting down',
+      registers: [this.metrics.registry],
+      async collect() {
+        this.set((await readiness.ready()) ? 1 : 0);
+      },
+    });
+  }
+}

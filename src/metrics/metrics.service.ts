@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Database } from '../database/database';
 
 /** One registry per application instance, so two instances in one process never share counters. */
 @Injectable()
@@ -22,8 +23,43 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  constructor() {
+  private readonly databaseUnavailable = new Counter({
+    name: 'database_unavailable_total',
+    help: 'Requests answered 503 because the database could not serve them, by cause (unreachable, saturated, session_ended, statement_timeout, lock_timeout)',
+    labelNames: ['cause'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(database: Database) {
     collectDefaultMetrics({ register: this.registry });
+    const registers = [this.registry];
+    new Gauge({
+      name: 'db_pool_connections',
+      help: "The request pool's open connections, by state: active (checked out) or idle",
+      labelNames: ['state'] as const,
+      registers,
+      collect() {
+        const { total, idle } = database.statistics();
+        this.set({ state: 'active' }, total - idle);
+        this.set({ state: 'idle' }, idle);
+      },
+    });
+    new Gauge({
+      name: 'db_pool_max_connections',
+      help: 'The most connections the request pool opens (DB_POOL_SIZE)',
+      registers,
+      collect() {
+        this.set(database.statistics().max);
+      },
+    });
+    new Gauge({
+      name: 'db_pool_waiting_requests',
+      help: 'Callers waiting for a pooled connection right now',
+      registers,
+      collect() {
+        this.set(database.statistics().waiting);
+      },
+    });
   }
 
   /** Labels use the route template (`/api/v1/documents/:id`), never the raw URL, to keep cardinality bounded. */
@@ -32,6 +68,7 @@ export class MetricsService {
       const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
       this.requests.inc(labels);
       this.duration.observe(labels, reply.elapsedTime / 1000);
+      if (request.databaseFailure) this.databaseUnavailable.inc({ cause: request.databaseFailure });
     });
   }
 

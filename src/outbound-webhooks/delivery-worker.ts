@@ -199,15 +199,12 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
         held,
         minAgeSeconds: saturated ? BUSY_DEFERRAL_SECONDS : 0,
       });
-      // Only a round that found work delays the next one, by CLAIM_INTERVAL_MS: an idle instance keeps
-      // answering at once. One that held deliveries back comes again after BUSY_RECHECK_MS, even if
-      // nothing wakes it meanwhile.
-      if (saturated) {
-        this.nextClaimAt = startedAt + BUSY_RECHECK_MS;
-        if (heldBack) this.wakeAgain ??= 'soon';
-      } else if (claimed.length > 0) {
-        this.nextClaimAt = startedAt + CLAIM_INTERVAL_MS;
-      }
+      // Rounds are CLAIM_INTERVAL_MS apart at least: every commit that appends feed events wakes the worker,
+      // and a burst of them must cost a claim per interval, not one per commit (the first wake after a quiet
+      // spell still claims at once). One that held deliveries back comes again after BUSY_RECHECK_MS, even
+      // if nothing wakes it meanwhile.
+      this.nextClaimAt = startedAt + (saturated ? BUSY_RECHECK_MS : CLAIM_INTERVAL_MS);
+      if (saturated && heldBack) this.wakeAgain ??= 'soon';
       if (this.stopping) {
         if (claimed.length > 0) await this.release(claimed.map((delivery) => delivery.id));
         return;

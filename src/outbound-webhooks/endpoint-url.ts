@@ -11,11 +11,14 @@ const refuse = (message: string) => AppError.validation([{ field: 'url', message
 const LOCAL_TRIALS = 'http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials';
 
 /**
- * CONTRACT §2.6 URL rules, checked when an endpoint is created or its URL changed. The address check
- * here only gives an early, clear answer: DNS can change, so the sender checks the address it actually
- * connects to again on every attempt.
+ * CONTRACT §2.6 URL rules, checked when an endpoint is created or its URL changed; answers the URL as it
+ * is stored and called, normalised by the WHATWG parser the sender uses too (so what an administrator
+ * reads is where messages go: `https://a.example\@b.example/` is stored as `https://a.example/@b.example/`).
+ * The address check here only gives an early, clear answer: DNS can change, so the sender checks the
+ * address it actually connects to again on every attempt. Ports: 443, or any from 1024 up; the well-known
+ * ports below it are other services (SSH, SMTP, …) that no webhook receiver needs.
  */
-export async function checkEndpointUrl(value: string, allowPrivate: boolean): Promise<void> {
+export async function checkEndpointUrl(value: string, allowPrivate: boolean): Promise<string> {
   if (value.length > MAX_URL_LENGTH) throw refuse(`must be at most ${MAX_URL_LENGTH} characters`);
   let url: URL;
   try {
@@ -26,11 +29,14 @@ export async function checkEndpointUrl(value: string, allowPrivate: boolean): Pr
   const schemes = allowPrivate ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(url.protocol)) throw refuse(allowPrivate ? 'must be an http:// or https:// URL' : `must be an https:// URL (${LOCAL_TRIALS})`);
   if (url.username || url.password) throw refuse('must not contain credentials');
-  if (allowPrivate) return;
+  if (allowPrivate) return url.href;
+  if (url.port !== '' && Number(url.port) < 1024) throw refuse('must use port 443 or a port from 1024 up');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host) ? [host] : await resolve(host);
   if (addresses.length === 0) throw refuse('must name a host that resolves');
   if (!addresses.every(isPublicAddress)) throw refuse(`must not point to a loopback, private, link-local or otherwise non-public address (${LOCAL_TRIALS})`);
+  if (url.href.length > MAX_URL_LENGTH) throw refuse(`must be at most ${MAX_URL_LENGTH} characters`);
+  return url.href;
 }
 
 async function resolve(host: string): Promise<string[]> {

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { isUuid } from '../common/validation';
 import { AppConfig } from '../config/app-config';
@@ -13,7 +13,7 @@ import { EndpointRow, WebhookEndpointsRepository } from './webhook-endpoints.rep
 export const MAX_ENDPOINTS_PER_SOURCE = 10;
 
 @Injectable()
-export class WebhookEndpointsService {
+export class WebhookEndpointsService implements OnModuleInit {
   constructor(
     private readonly db: Database,
     private readonly endpoints: WebhookEndpointsRepository,
@@ -21,9 +21,17 @@ export class WebhookEndpointsService {
     private readonly config: AppConfig,
   ) {}
 
+  onModuleInit(): void {
+    if (this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE) {
+      new Logger('WebhookEndpoints').warn(
+        'OUTBOUND_WEBHOOKS_ALLOW_PRIVATE is true: push endpoints may be http:// URLs and loopback, private or link-local addresses (cloud metadata services included); for local trials only',
+      );
+    }
+  }
+
   /** Runs in the idempotency transaction, so a replay of the POST returns this same secret. */
   async create(tx: Transaction, source: string, dto: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
-    await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
+    const url = await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
     // Counted under the source's lock, so parallel creations cannot pass the limit together.
     await this.endpoints.lockSource(tx, source);
     if ((await this.endpoints.count(tx, source)) >= MAX_ENDPOINTS_PER_SOURCE) {
@@ -33,7 +41,7 @@ export class WebhookEndpointsService {
     }
     const endpoint = await this.endpoints.insert(tx, {
       source,
-      url: dto.url,
+      url,
       description: dto.description ?? null,
       eventTypes: dto.eventTypes ?? [...OUTBOUND_EVENT_TYPES],
       secret: generateSecret(),
@@ -50,8 +58,8 @@ export class WebhookEndpointsService {
   }
 
   async update(source: string, id: string, dto: UpdateWebhookEndpointDto): Promise<WebhookEndpointResponseDto> {
-    if (dto.url !== undefined) await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
-    const updated = isUuid(id) ? await this.endpoints.update(source, id, { ...dto, disabledReason: 'client' }) : null;
+    const url = dto.url === undefined ? undefined : await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
+    const updated = isUuid(id) ? await this.endpoints.update(source, id, { ...dto, url, disabledReason: 'client' }) : null;
     if (!updated) throw notFound();
     // Deliveries that waited while it was disabled are due again.
     if (updated.enabled && updated.wasDisabled) this.worker.announce();

@@ -279,8 +279,8 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
       expect(created.headers.location).toBe(`/api/v1/documents/${row.id}`);
     });
 
-    it('is withdrawn, leaving nothing, when the work must go the general way, on a connection that never marked an answer', async () => {
-      // A new pool, whose connections no create has used: their transaction-local settings were never set.
+    it('leaves nothing when the work must go the general way, which then stores its own answer, on connections no create has used', async () => {
+      // A new pool, whose connections no create has used.
       const fresh = await startTestApp({ databaseUrl: t.databaseUrl, env: { DB_POOL_SIZE: '2' } });
       try {
         const providerReference = `PAY-adv-${newIdempotencyKey()}`;

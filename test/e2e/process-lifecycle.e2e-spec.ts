@@ -1,4 +1,4 @@
-import { readFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,8 +38,11 @@ async function embeddedClient(dataDir: string): Promise<Client> {
 
 describe('the gateway process', () => {
   const running: Spawned[] = [];
+  // Generated secrets go to DATA_DIR: a directory of the test's own unless the test names one, never the checkout.
+  const scratch = mkdtempSync(join(tmpdir(), 'gateway-lifecycle-'));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
   const launch = (env: NodeJS.ProcessEnv, ownProcessGroup = false) => {
-    const spawned = startGateway(env, ownProcessGroup);
+    const spawned = startGateway({ DATA_DIR: scratch, ...env }, ownProcessGroup);
     running.push(spawned);
     return spawned;
   };
@@ -115,6 +118,35 @@ describe('the gateway process', () => {
       const stored = await db.query('SELECT count(*)::int AS n FROM documents WHERE external_id = $1', [body.externalId]);
       expect(stored.rows[0].n).toBe(1);
       await db.end();
+    });
+    it('on SIGTERM answers readiness 503 at once and serves requests for SHUTDOWN_DELAY_SECONDS, then stops', async () => {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      const gateway = launch({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, SHUTDOWN_DELAY_SECONDS: '2' });
+      await waitFor(() => ready(port), 'readiness');
+      const key = (await (
+        await fetch(`${base}/admin/api-keys`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ source: 'drain-test' }),
+        })
+      ).json()) as { key: string };
+      const signalledAt = performance.now();
+      gateway.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 200));
+      const readiness = await fetch(`${base}/health/ready`);
+      expect(readiness.status).toBe(503);
+      expect((await readiness.json()) as object).toMatchObject({ code: 'SERVICE_UNAVAILABLE', detail: expect.stringMatching(/shutting down/) });
+      expect((await fetch(`${base}/health/live`)).status).toBe(200);
+      // Requests still arrive (the load balancer has not noticed yet) and are served.
+      for (let i = 0; i < 3; i += 1) {
+        expect((await fetch(`${base}/api/v1/me`, { headers: { 'x-api-key': key.key } })).status).toBe(200);
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      expect(gateway.child.exitCode).toBeNull();
+      expect(await gateway.exited).toBe(0);
+      expect(performance.now() - signalledAt).toBeGreaterThanOrEqual(2000);
+      expect(gateway.output()).toContain('not ready, still serving until the delay is over');
     });
   });
 

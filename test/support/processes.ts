@@ -59,7 +59,7 @@ export async function startClusterProcess(dataDir: string, port?: number): Promi
 
 /**
  * Node's arguments for the built gateway, as `npm start` and the Dockerfile give them (keep the three in
- * step): a larger young generation, see README, Performance.
+ * step): a larger young generation, see docs/performance.md.
  */
 export const GATEWAY_NODE_ARGS = ['--max-semi-space-size=64', join(ROOT, 'dist', 'main.js')];
 

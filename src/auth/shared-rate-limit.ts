@@ -1,0 +1,63 @@
+import Redis from 'ioredis';
+import { RateDecision, quota, WINDOW_MS } from './gcra';
+
+/**
+ * gcraDecision in Redis, as one atomic script: KEYS[1] the key's theoretical arrival time (µs since the
+ * epoch, Redis's clock), ARGV[1] the interval between requests (µs), ARGV[2] the limit. Answers
+ * {allowed, µs until the next request fits, the arrival time after it − now}; the key expires once its
+ * budget is whole again.
+ */
+const GCRA_SCRIPT = `
+local interval = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local now = redis.call('TIME')
+local nowUs = now[1] * 1000000 + now[2]
+local tat = tonumber(redis.call('GET', KEYS[1]) or nowUs)
+if tat < nowUs then tat = nowUs end
+local nextTat = tat + interval
+local allowedAt = nextTat - limit * interval
+if allowedAt > nowUs then return {0, allowedAt - nowUs, tat - nowUs} end
+redis.call('SET', KEYS[1], nextTat, 'PX', math.ceil((nextTat - nowUs) / 1000))
+return {1, 0, nextTat - nowUs}`;
+
+type GcraRedis = Redis & { gcra(key: string, intervalUs: number, limit: number): Promise<[number, number, number]> };
+
+/**
+ * The per-key limit shared by every instance through one Redis or Valkey (REDIS_URL): one round trip per
+ * check. A call that fails, or takes longer than `timeoutMs`, rejects at once (no offline queue, no retry):
+ * the caller falls back to its own counters rather than hold the request up.
+ */
+export class SharedRateLimit {
+  private readonly redis: GcraRedis;
+
+  constructor(url: string, timeoutMs: number) {
+    this.redis = new Redis(url, {
+      commandTimeout: timeoutMs,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 2000,
+      // Reconnect forever, at most every 2 s: the limit returns to Redis as soon as it answers again.
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+      keyPrefix: 'tdg:rate:',
+      connectionName: 'tax-document-gateway',
+    }) as GcraRedis;
+    this.redis.defineCommand('gcra', { numberOfKeys: 1, lua: GCRA_SCRIPT });
+    // Connection errors surface as failed calls; an unlistened 'error' event would end the process.
+    this.redis.on('error', () => undefined);
+  }
+
+  async take(key: string, limit: number): Promise<RateDecision> {
+    const intervalUs = Math.floor((WINDOW_MS * 1000) / limit);
+    const [allowed, retryAfterUs, usedUs] = await this.redis.gcra(key, intervalUs, limit);
+    const left = quota(usedUs / 1000, 0, limit);
+    return allowed === 1 ? { allowed: true, ...left } : { allowed: false, ...left, retryAfterSeconds: Math.max(1, Math.ceil(retryAfterUs / 1_000_000)) };
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}

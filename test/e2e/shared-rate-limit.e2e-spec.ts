@@ -1,0 +1,110 @@
+import { createServer, Server, Socket } from 'node:net';
+import { newSourceWithKey } from '../support/factories';
+import { waitFor } from '../support/processes';
+import { startTestApp, TestApp } from '../support/test-app';
+
+const REDIS = { host: '127.0.0.1', port: Number(process.env.TEST_REDIS_PORT ?? 6379) };
+
+/** A TCP proxy in front of Redis that can stop passing anything on (a Redis that hangs) and start again. */
+async function pausableProxy(): Promise<{ url: string; pause(): void; resume(): void; close(): Promise<void> }> {
+  let paused = false;
+  const pairs = new Set<[Socket, Socket]>();
+  const held: Array<() => void> = [];
+  const server: Server = createServer((client) => {
+    const upstream = new Socket().connect(REDIS.port, REDIS.host);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    for (const [from, to] of [pair, [upstream, client] as [Socket, Socket]]) {
+      from.on('data', (chunk) => {
+        if (!paused) return void to.write(chunk);
+        held.push(() => to.write(chunk));
+        from.pause();
+      });
+      from.on('error', () => to.destroy());
+      from.on('close', () => {
+        to.destroy();
+        pairs.delete(pair);
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    pause: () => (paused = true),
+    resume: () => {
+      paused = false;
+      // What arrived while paused was held back, not lost: let it through now, in order.
+      for (const write of held.splice(0)) write();
+      for (const [client, upstream] of pairs) for (const socket of [client, upstream]) socket.resume();
+    },
+    close: async () => {
+      for (const [client, upstream] of pairs) for (const socket of [client, upstream]) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const me = (t: TestApp, key: string) => t.app.inject({ method: 'GET', url: '/api/v1/me', headers: { 'x-api-key': key } });
+const storeUp = async (t: TestApp) => /^rate_limit_shared_store_up (\d)$/m.exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1];
+
+describe('the per-key rate limit shared through Redis (CONTRACT §5.1)', () => {
+  it('lets two instances together allow what one would, and tells every answer its budget', async () => {
+    const env = { REDIS_URL: `redis://${REDIS.host}:${REDIS.port}`, RATE_LIMIT_PER_MINUTE: '10' };
+    const one = await startTestApp({ env });
+    const two = await startTestApp({ env, databaseUrl: one.databaseUrl });
+    try {
+      const { key } = await newSourceWithKey(one.app);
+      const answers = [];
+      for (let i = 0; i < 16; i += 1) answers.push(await me(i % 2 ? two : one, key));
+      expect(answers.map((res) => res.statusCode)).toEqual([...Array(10).fill(200), ...Array(6).fill(429)]);
+      expect(answers[0].headers['ratelimit-policy']).toBe('"per-key";q=10;w=60');
+      expect(answers[0].headers.ratelimit).toBe('"per-key";r=9;t=6');
+      expect(answers[9].headers.ratelimit).toBe('"per-key";r=0;t=60');
+      expect(answers[10].headers).toMatchObject({ 'retry-after': '6', ratelimit: '"per-key";r=0;t=60', 'ratelimit-policy': '"per-key";q=10;w=60' });
+      expect(await storeUp(one)).toBe('1');
+    } finally {
+      await two.close();
+      await one.close();
+    }
+  });
+
+  it("falls back to the instance's own counters at once while Redis hangs, says so once, and shares again once it answers", async () => {
+    const proxy = await pausableProxy();
+    const t = await startTestApp({ env: { REDIS_URL: proxy.url, RATE_LIMIT_PER_MINUTE: '1000' } });
+    try {
+      const { key } = await newSourceWithKey(t.app);
+      expect((await me(t, key)).statusCode).toBe(200);
+      proxy.pause();
+      const started = performance.now();
+      const during = await Promise.all(Array.from({ length: 20 }, () => me(t, key)));
+      expect(during.map((res) => res.statusCode)).toEqual(Array(20).fill(200));
+      // Held up by at most the store's 50 ms, never by Redis.
+      expect(performance.now() - started).toBeLessThan(2000);
+      expect(during.every((res) => /^"per-key";r=\d+;t=\d+$/.test(String(res.headers.ratelimit)))).toBe(true);
+      expect(await storeUp(t)).toBe('0');
+      const warnings = t.logs().split('\n').filter((line) => line.includes('shared rate-limit store does not answer'));
+      expect(warnings).toHaveLength(1);
+      expect(JSON.parse(warnings[0])).toMatchObject({ level: 40, cause: expect.any(String) });
+
+      proxy.resume();
+      await waitFor(async () => (await storeUp(t)) === '1', 'the shared store back', 10_000);
+      expect((await me(t, key)).statusCode).toBe(200);
+    } finally {
+      await t.close();
+      await proxy.close();
+    }
+  });
+
+  it('serves every request with its own counters when nobody answers at REDIS_URL, and never a 5xx', async () => {
+    const t = await startTestApp({ env: { REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_PER_MINUTE: '3' } });
+    try {
+      const { key } = await newSourceWithKey(t.app);
+      const answers = await Promise.all(Array.from({ length: 5 }, () => me(t, key)));
+      expect(answers.map((res) => res.statusCode).sort()).toEqual([200, 200, 200, 429, 429]);
+      expect(await storeUp(t)).toBe('0');
+    } finally {
+      await t.close();
+    }
+  });
+});
