@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description Answers 200 when the database answers within 2 s on a connection of its own (outside the request pool), otherwise 503 `SERVICE_UNAVAILABLE` with `Retry-After: 5`.
+         * @description Answers 200 when the database answers within 2 s on a connection of its own (outside the request pool), otherwise 503 `SERVICE_UNAVAILABLE` with `Retry-After: 5`; 503 too from the moment the instance is asked to stop (SIGTERM), while it still serves requests for SHUTDOWN_DELAY_SECONDS.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -188,6 +188,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/webhook-events/{eventId}/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply an ambiguous bank event
+         * @description A bank event whose providerReference documents of several sources have is applied to none of them (`ambiguous`). This applies it, through the lifecycle as the bank webhook would have, to the one document it was meant for, which must have that providerReference. Audited. 409 when the event is not ambiguous (applied, ignored, unmatched, or applied by an administrator already).
+         */
+        post: operations["applyWebhookEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/webhook-endpoints": {
         parameters: {
             query?: never;
@@ -263,7 +283,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a tax document
-         * @description Creates a document in status `PENDING_PAYMENT`. `source` must be the API key's own source (`GET /api/v1/me` tells it), otherwise 401. `externalId` is unique per source and `providerReference` across all documents (409 `DUPLICATE_DOCUMENT`). `taxAmount` must not exceed `totalAmount`. Bank events that arrived for the `providerReference` before the document are applied to it, in order, as it is created.
+         * @description Creates a document in status `PENDING_PAYMENT`. `source` must be the API key's own source (`GET /api/v1/me` tells it), otherwise 401. `externalId` and `providerReference` are each unique within the source (409 `DUPLICATE_DOCUMENT`); another source using the same providerReference is not told of it. `taxAmount` must not exceed `totalAmount`. Bank events that arrived for the `providerReference` before the document are applied to it, in order, as it is created.
          */
         post: operations["createDocument"];
         delete?: never;
@@ -356,7 +376,8 @@ export interface paths {
          *     **Acknowledgement.** `200 {"received": true}` is sent only once the delivery is stored and applied in one
          *     transaction. Each delivery has one outcome (see `GET /admin/webhook-events`): `applied`; `ignored` (another
          *     `eventType`, an unknown status, or a transition the lifecycle does not allow); `duplicate` (an `eventId` seen
-         *     before); `unmatched` (no document has the `providerReference` yet; applied when one is created). Retry anything
+         *     before); `unmatched` (no document has the `providerReference` yet; applied when one is created); `ambiguous`
+         *     (documents of several sources have the `providerReference`: applied to none until an administrator applies it to one). Retry anything
          *     that is not a 200: every retry of one `eventId` is applied at most once.
          *
          *     Signing with openssl: `printf '%s' "$TS.$BODY" | openssl dgst -sha256 -hmac "$SECRET"`.
@@ -511,7 +532,7 @@ export interface components {
              * @example VALIDATION_ERROR
              * @enum {string}
              */
-            code: "UNAUTHORIZED" | "WEBHOOK_SIGNATURE_INVALID" | "NOT_FOUND" | "IDEMPOTENCY_KEY_IN_USE" | "DUPLICATE_DOCUMENT" | "INVALID_STATE_TRANSITION" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "MALFORMED_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
+            code: "UNAUTHORIZED" | "WEBHOOK_SIGNATURE_INVALID" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_IN_USE" | "DUPLICATE_DOCUMENT" | "INVALID_STATE_TRANSITION" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "MALFORMED_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
             /**
              * @description What went wrong, for people
              * @example The request is not valid
@@ -648,7 +669,7 @@ export interface components {
             /** @example 42 */
             id: string;
             /** @enum {string} */
-            action: "api_key.created" | "api_key.revoked" | "api_key.rotated";
+            action: "api_key.created" | "api_key.revoked" | "api_key.rotated" | "webhook_event.applied";
             /** Format: uuid */
             keyId: string | null;
             /** @example acme-erp */
@@ -680,7 +701,7 @@ export interface components {
              * @description What the delivery did
              * @enum {string}
              */
-            outcome: "applied" | "ignored" | "duplicate" | "unmatched";
+            outcome: "applied" | "ignored" | "duplicate" | "unmatched" | "ambiguous";
             /**
              * Format: uuid
              * @description The document it concerned, once there is one
@@ -691,6 +712,13 @@ export interface components {
         };
         WebhookEventPageDto: {
             data: components["schemas"]["WebhookEventDto"][];
+        };
+        ApplyWebhookEventDto: {
+            /**
+             * Format: uuid
+             * @description The document to apply the event to: one of the documents with the event's providerReference
+             */
+            documentId: string;
         };
         AdminWebhookEndpointDto: {
             /** Format: uuid */
@@ -805,7 +833,7 @@ export interface components {
              */
             taxAmount: string;
             /**
-             * @description The bank’s payment reference; unique across all documents
+             * @description The bank’s payment reference; unique within the source
              * @example PAY-2026-0001
              */
             providerReference?: string;
@@ -1767,7 +1795,7 @@ export interface operations {
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
                 /** @description Only events with this outcome */
-                status?: "applied" | "ignored" | "duplicate" | "unmatched";
+                status?: "applied" | "ignored" | "duplicate" | "unmatched" | "ambiguous";
             };
             header?: never;
             path?: never;
@@ -1786,6 +1814,128 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    applyWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The bank's eventId */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApplyWebhookEventDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description INVALID_STATE_TRANSITION */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -2128,7 +2278,7 @@ export interface operations {
                 externalId?: string;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                /** @description The nextCursor of the previous page; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
                 cursor?: string;
             };
             header?: never;
@@ -2546,7 +2696,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Resume after this cursor (the nextCursor of the previous call); omit to start from the beginning; any other value is a 422 */
+                /** @description Resume after this cursor (the nextCursor of the previous call); omit to start from the beginning. Only a cursor this API returned is accepted; any other value is a 422 */
                 after?: string;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
@@ -3352,7 +3502,7 @@ export interface operations {
                 status?: "pending" | "succeeded" | "failed";
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                /** @description The nextCursor of the previous page */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
                 cursor?: string;
             };
             header?: never;
