@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiKeysService, ApiKeyView } from '../auth/api-keys.service';
 import { AppError } from '../common/app-error';
 import { Database } from '../database/database';
+import { AuditContext } from './admin-actor';
 import { AuditLogService } from './audit-log.service';
 
 export type IssuedKeyView = ApiKeyView & { key: string };
@@ -15,39 +16,40 @@ export class AdminApiKeysService {
     private readonly audit: AuditLogService,
   ) {}
 
-  create(input: { source: string; name?: string; expiresAt?: string }, remoteAddress: string): Promise<IssuedKeyView> {
+  create(context: AuditContext, input: { source: string; name?: string; expiresAt?: string }): Promise<IssuedKeyView> {
     const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
     if (expiresAt && expiresAt <= new Date()) {
       throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
     }
     return this.db.transaction(async (tx) => {
       const { row, key } = await this.apiKeys.issue(tx, { source: input.source, name: input.name, expiresAt });
-      await this.audit.record(tx, { action: 'api_key.created', keyId: row.id, source: row.source, remoteAddress });
+      await this.audit.record(tx, context, { action: 'api_key.created', target: { type: 'api_key', id: row.id }, source: row.source });
       return { ...ApiKeysService.view(row), key };
     });
   }
 
-  async list(source?: string): Promise<ApiKeyView[]> {
-    return (await this.apiKeys.list(source)).map(ApiKeysService.view);
+  async page(filter: { source?: string; cursor?: string }, limit: number): Promise<{ data: ApiKeyView[]; nextCursor: string | null }> {
+    const { rows, nextCursor } = await this.apiKeys.page(filter, limit);
+    return { data: rows.map(ApiKeysService.view), nextCursor };
   }
 
   async get(id: string): Promise<ApiKeyView> {
     return ApiKeysService.view(await this.apiKeys.get(id));
   }
 
-  revoke(id: string, remoteAddress: string): Promise<ApiKeyView> {
+  revoke(context: AuditContext, id: string): Promise<ApiKeyView> {
     return this.db.transaction(async (tx) => {
       const key = await this.apiKeys.revoke(tx, id);
-      await this.audit.record(tx, { action: 'api_key.revoked', keyId: key.id, source: key.source, remoteAddress });
+      await this.audit.record(tx, context, { action: 'api_key.revoked', target: { type: 'api_key', id: key.id }, source: key.source });
       return ApiKeysService.view(key);
     });
   }
 
-  rotate(id: string, graceSeconds: number, remoteAddress: string): Promise<IssuedKeyView> {
+  rotate(context: AuditContext, id: string, graceSeconds: number): Promise<IssuedKeyView> {
     return this.db.transaction(async (tx) => {
       const { old, issued } = await this.apiKeys.rotate(tx, id, graceSeconds);
-      await this.audit.record(tx, { action: 'api_key.rotated', keyId: old.id, source: old.source, remoteAddress });
-      await this.audit.record(tx, { action: 'api_key.created', keyId: issued.row.id, source: old.source, remoteAddress });
+      await this.audit.record(tx, context, { action: 'api_key.rotated', target: { type: 'api_key', id: old.id }, source: old.source });
+      await this.audit.record(tx, context, { action: 'api_key.created', target: { type: 'api_key', id: issued.row.id }, source: old.source });
       return { ...ApiKeysService.view(issued.row), key: issued.key };
     });
   }

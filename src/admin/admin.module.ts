@@ -1,30 +1,36 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
-import { OutboundWebhooksModule } from '../outbound-webhooks/outbound-webhooks.module';
 import { DocumentsModule } from '../documents/documents.module';
+import { OutboundWebhooksModule } from '../outbound-webhooks/outbound-webhooks.module';
+import { AdminApiKeysController } from './admin-api-keys.controller';
 import { AdminApiKeysService } from './admin-api-keys.service';
-import { AdminApiController } from './admin-api.controller';
 import { AdminAuthFailuresRepository } from './admin-auth-failures.repository';
 import { AdminAuthFailuresService } from './admin-auth-failures.service';
+import { AdminAuthGuard } from './admin-auth.guard';
 import { AdminConsoleController, RootRedirectController } from './admin-console.controller';
-import { AdminOutboundWebhooksController } from './admin-outbound-webhooks.controller';
-import { AdminWebhookEventsService } from './admin-webhook-events.service';
+import { AdminOperationsController } from './admin-operations.controller';
+import { AdminOperationsService } from './admin-operations.service';
 import { adminTokenProvider } from './admin-token';
-import { AdminTokenGuard } from './admin-token.guard';
+import { AdminsController } from './admins.controller';
+import { AdminsRepository } from './admins.repository';
+import { AdminsService } from './admins.service';
 import { AuditLogRepository } from './audit-log.repository';
 import { AuditLogService } from './audit-log.service';
 import { ConsoleAssets } from './console-assets';
 
+/** Administration: people and their roles, API keys, the audit log, operators' view of the traffic, the console. */
 @Module({
   imports: [AuthModule, DocumentsModule, OutboundWebhooksModule],
-  controllers: [AdminConsoleController, RootRedirectController, AdminApiController, AdminOutboundWebhooksController],
+  controllers: [AdminConsoleController, RootRedirectController, AdminsController, AdminApiKeysController, AdminOperationsController],
   providers: [
     adminTokenProvider,
-    AdminTokenGuard,
+    AdminAuthGuard,
     AdminAuthFailuresRepository,
     AdminAuthFailuresService,
+    AdminsRepository,
+    AdminsService,
     AdminApiKeysService,
-    AdminWebhookEventsService,
+    AdminOperationsService,
     AuditLogRepository,
     AuditLogService,
     ConsoleAssets,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Database, Transaction } from '../database/database';
 import { sql } from '../database/sql';
-import type { AuditAction } from './audit-log.entity';
+import type { ActorType, AuditAction } from './audit-log.entity';
 
 export interface AuditRow {
   id: string;
@@ -9,15 +9,40 @@ export interface AuditRow {
   keyId: string | null;
   source: string | null;
   remoteAddress: string;
+  actorType: ActorType;
+  actorAdminId: string | null;
+  actorEmail: string | null;
+  targetType: string | null;
+  targetId: string | null;
   createdAt: Date;
 }
 
-const INSERT = sql('audit-insert', 'INSERT INTO admin_audit_log (action, key_id, source, remote_address) VALUES ($1, $2, $3, $4)');
+export interface AuditEntry {
+  action: AuditAction;
+  actorType: ActorType;
+  actorAdminId: string | null;
+  actorEmail: string | null;
+  targetType: string | null;
+  targetId: string | null;
+  source: string | null;
+  remoteAddress: string;
+}
 
-const RECENT = sql(
-  'audit-recent',
-  `SELECT id, action, key_id AS "keyId", source, remote_address AS "remoteAddress", created_at AS "createdAt"
-     FROM admin_audit_log ORDER BY id DESC LIMIT $1`,
+const INSERT = sql(
+  'audit-insert',
+  `INSERT INTO admin_audit_log (action, key_id, source, remote_address, actor_type, actor_admin_id, actor_email, target_type, target_id)
+   VALUES ($1, $9, $2, $3, $4, $5, $8, $6, $7)`,
+);
+
+/** Newest first: $1 before this id, $2 only this action, $3 only entries by this admin; $4 rows. */
+const PAGE = sql(
+  'audit-page',
+  `SELECT id, action, key_id AS "keyId", source, remote_address AS "remoteAddress", actor_type AS "actorType",
+          actor_admin_id AS "actorAdminId", actor_email AS "actorEmail", target_type AS "targetType", target_id AS "targetId",
+          created_at AS "createdAt"
+     FROM admin_audit_log
+    WHERE ($1::bigint IS NULL OR id < $1) AND ($2::varchar IS NULL OR action = $2) AND ($3::uuid IS NULL OR actor_admin_id = $3)
+    ORDER BY id DESC LIMIT $4`,
 );
 
 /** Every query of the admin audit log. */
@@ -25,11 +50,13 @@ const RECENT = sql(
 export class AuditLogRepository {
   constructor(private readonly db: Database) {}
 
-  async insert(tx: Transaction, entry: { action: AuditAction; keyId: string | null; source: string | null; remoteAddress: string }): Promise<void> {
-    await tx.query(INSERT, [entry.action, entry.keyId, entry.source, entry.remoteAddress]);
+  async insert(tx: Transaction, entry: AuditEntry): Promise<void> {
+    // key_id predates target_type/target_id and stays filled for an API key's entries.
+    const keyId = entry.targetType === 'api_key' ? entry.targetId : null;
+    await tx.query(INSERT, [entry.action, entry.source, entry.remoteAddress, entry.actorType, entry.actorAdminId, entry.targetType, entry.targetId, entry.actorEmail, keyId]);
   }
 
-  recent(limit: number): Promise<AuditRow[]> {
-    return this.db.query<AuditRow>(RECENT, [limit]);
+  page(filter: { before?: string; action?: AuditAction; adminId?: string }, limit: number): Promise<AuditRow[]> {
+    return this.db.query<AuditRow>(PAGE, [filter.before ?? null, filter.action ?? null, filter.adminId ?? null, limit]);
   }
 }

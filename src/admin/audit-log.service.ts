@@ -1,27 +1,68 @@
 import { Injectable } from '@nestjs/common';
+import { decodeCursor, encodeCursor } from '../common/cursor';
 import { Transaction } from '../database/database';
-import { AuditAction } from './audit-log.entity';
-import { AuditLogRepository } from './audit-log.repository';
+import { Actor, AuditContext } from './admin-actor';
+import { ActorType, AuditAction } from './audit-log.entity';
+import { AuditLogRepository, AuditRow } from './audit-log.repository';
 
 export interface AuditEntryView {
   id: string;
   action: AuditAction;
+  actor: { type: ActorType; adminId: string | null; email: string | null };
+  targetType: string | null;
+  targetId: string | null;
+  /** The API key an api_key.* entry concerns (targetId says the same). */
   keyId: string | null;
   source: string | null;
   remoteAddress: string;
   createdAt: string;
 }
 
+/** The CLI acts on the database directly: its entries name it, with "cli" as the address. */
+export const CLI_CONTEXT: AuditContext = { actor: { type: 'cli', adminId: null, email: null }, remoteAddress: 'cli' };
+
 @Injectable()
 export class AuditLogService {
   constructor(private readonly entries: AuditLogRepository) {}
 
   /** Written in the change's own transaction, so an entry exists exactly when its change does. */
-  async record(tx: Transaction, entry: { action: AuditAction; keyId: string | null; source: string; remoteAddress: string }): Promise<void> {
-    await this.entries.insert(tx, entry);
+  async record(
+    tx: Transaction,
+    context: AuditContext,
+    entry: { action: AuditAction; target?: { type: string; id: string }; source?: string | null; actor?: Actor },
+  ): Promise<void> {
+    const actor = entry.actor ?? context.actor;
+    await this.entries.insert(tx, {
+      action: entry.action,
+      actorType: actor.type,
+      actorAdminId: actor.adminId,
+      actorEmail: actor.email,
+      targetType: entry.target?.type ?? null,
+      targetId: entry.target?.id ?? null,
+      source: entry.source ?? null,
+      remoteAddress: context.remoteAddress,
+    });
   }
 
-  async recent(limit: number): Promise<AuditEntryView[]> {
-    return (await this.entries.recent(limit)).map((row) => ({ ...row, createdAt: row.createdAt.toISOString() }));
+  /** Newest first; `cursor` the nextCursor of the page before. */
+  async page(filter: { cursor?: string; action?: AuditAction; adminId?: string }, limit: number): Promise<{ data: AuditEntryView[]; nextCursor: string | null }> {
+    const before = filter.cursor ? decodeCursor('a', filter.cursor, 'cursor') : undefined;
+    const rows = await this.entries.page({ before, action: filter.action, adminId: filter.adminId }, limit + 1);
+    const page = rows.slice(0, limit);
+    return { data: page.map(view), nextCursor: rows.length > limit ? encodeCursor('a', page.at(-1)!.id) : null };
   }
+}
+
+function view(row: AuditRow): AuditEntryView {
+  return {
+    id: row.id,
+    action: row.action,
+    actor: { type: row.actorType, adminId: row.actorAdminId, email: row.actorEmail },
+    targetType: row.targetType,
+    targetId: row.targetId,
+    keyId: row.keyId,
+    source: row.source,
+    remoteAddress: row.remoteAddress,
+    createdAt: row.createdAt.toISOString(),
+  };
 }

@@ -16,10 +16,12 @@ export interface ApiKeyRow {
   revokedAt: Date | null;
   lastUsedAt: Date | null;
   replacedById: string | null;
+  /** created_at in microseconds since the epoch: the position of a keyset cursor. */
+  position: string;
 }
 
 const COLUMNS = `id, source, name, prefix, last4, created_at AS "createdAt", expires_at AS "expiresAt", revoked_at AS "revokedAt",
-  last_used_at AS "lastUsedAt", replaced_by_id AS "replacedById"`;
+  last_used_at AS "lastUsedAt", replaced_by_id AS "replacedById", (extract(epoch FROM created_at) * 1000000)::bigint::text AS position`;
 
 /** Validity is decided by the database clock, so a revocation or expiry holds on the very next request on every instance. */
 const AUTHENTICATE = sql(
@@ -33,7 +35,13 @@ const INSERT = sql(
   `INSERT INTO api_keys (source, name, expires_at, key_hash, prefix, last4) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
 );
 
-const LIST = sql('api-key-list', `SELECT ${COLUMNS} FROM api_keys WHERE $1::varchar IS NULL OR source = $1 ORDER BY created_at DESC, id DESC`);
+/** Newest first, of one source or all ($1); $2/$3 the cursor (before this key); $4 rows. */
+const PAGE = sql(
+  'api-key-page',
+  `SELECT ${COLUMNS} FROM api_keys
+    WHERE ($1::varchar IS NULL OR source = $1) AND ($2::bigint IS NULL OR (created_at, id) < (to_timestamp($2::bigint / 1000000.0), $3::uuid))
+    ORDER BY created_at DESC, id DESC LIMIT $4`,
+);
 
 const FIND = sql('api-key-find', `SELECT ${COLUMNS} FROM api_keys WHERE id = $1`);
 
@@ -64,8 +72,8 @@ export class ApiKeysRepository {
     return row;
   }
 
-  list(source: string | undefined): Promise<ApiKeyRow[]> {
-    return this.db.query<ApiKeyRow>(LIST, [source ?? null]);
+  page(source: string | undefined, before: { position: string; id: string } | null, limit: number): Promise<ApiKeyRow[]> {
+    return this.db.query<ApiKeyRow>(PAGE, [source ?? null, before?.position ?? null, before?.id ?? null, limit]);
   }
 
   /** `forUpdate`: locked until the transaction `db` ends. */

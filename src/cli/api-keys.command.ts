@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { AdminApiKeysService, IssuedKeyView } from '../admin/admin-api-keys.service';
+import { CLI_CONTEXT } from '../admin/audit-log.service';
 import { CreateApiKeyDto, ListApiKeysQueryDto } from '../admin/dto/api-key.dto';
 import { ApiKeyView } from '../auth/api-keys.service';
 import { AppError } from '../common/app-error';
@@ -15,7 +16,6 @@ PostgreSQL under DATA_DIR (default ./.data), shared with a gateway running on it
 `;
 
 /** What the audit log records as the address of a change made here. */
-export const CLI_ADDRESS = 'cli';
 
 /** A mistake in the command line: exit code 2, with the usage. */
 export class UsageError extends Error {}
@@ -124,14 +124,14 @@ export async function runCommand(command: Exclude<Command, { name: 'help' }>, ad
   try {
     switch (command.name) {
       case 'create':
-        out(created(await admin.create(command.input, CLI_ADDRESS)));
+        out(created(await admin.create(CLI_CONTEXT, command.input)));
         return;
       case 'list':
-        out(listed(await admin.list(command.source), command.source));
+        out(listed((await admin.page({ source: command.source }, 200)).data, command.source));
         return;
       case 'revoke': {
         const startedAt = Date.now();
-        const key = await admin.revoke(command.id, CLI_ADDRESS);
+        const key = await admin.revoke(CLI_CONTEXT, command.id);
         const earlier = Date.parse(key.revokedAt!) < startedAt;
         out(
           earlier

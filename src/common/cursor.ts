@@ -37,3 +37,21 @@ export const cursorProperty = (description: string, pattern = CURSOR_PATTERN) =>
   maxLength: 129,
   description: `${description}. Only a cursor this API returned is accepted; any other value is a 422`,
 });
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * A cursor over rows ordered by a time and a uuid (newest first, say): the time as microseconds since the
+ * epoch, as PostgreSQL holds it (a JavaScript Date would drop the microseconds and skip rows), and the id.
+ */
+export function encodeKeysetCursor(kind: string, position: string, id: string): string {
+  return encodeCursor(kind, `${position}:${id}`);
+}
+
+export function decodeKeysetCursor(kind: string, cursor: string, parameter: string): { position: string; id: string } {
+  const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
+  const [tag, position, id] = decoded.split(':');
+  const valid = tag === kind && isBigintPosition(position ?? '') && UUID.test(id ?? '') && encodeKeysetCursor(kind, position, id) === cursor;
+  if (!valid) throw AppError.validation([{ field: parameter, message: 'is not a cursor this API returned' }]);
+  return { position, id };
+}

@@ -57,6 +57,10 @@ function exampleOf(code: ErrorCode, context: ProblemContext): { detail: string; 
       return { detail: 'The webhook signature could not be verified' };
     case 'NOT_FOUND':
       return { detail: admin ? 'No such API key' : 'No such document' };
+    case 'FORBIDDEN':
+      return { detail: 'This needs the admin role; yours is viewer' };
+    case 'DUPLICATE_ADMIN':
+      return { detail: 'An administrator with this email exists' };
     case 'METHOD_NOT_ALLOWED':
       return { detail: 'PUT is not allowed here; the Allow header lists the methods that are' };
     case 'IDEMPOTENCY_KEY_IN_USE':

@@ -52,7 +52,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Values that must never be echoed back, not even in a start-up error. */
-const SECRET_VARIABLES = new Set(['DATABASE_URL', 'REDIS_URL', 'PGPASSWORD', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN']);
+const SECRET_VARIABLES = new Set(['DATABASE_URL', 'REDIS_URL', 'OIDC_CLIENT_SECRET', 'PGPASSWORD', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN']);
 
 const toInt = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
@@ -191,6 +191,29 @@ export class AppConfig {
    */
   @IntInRange(0, 300)
   SHUTDOWN_DELAY_SECONDS = 0;
+
+  /** Console sign-in by OpenID Connect when the issuer, client id and client secret are all set. */
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'must be an http:// or https:// URL' })
+  OIDC_ISSUER_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1, { message: 'must not be empty' })
+  OIDC_CLIENT_ID?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1, { message: 'must not be empty' })
+  OIDC_CLIENT_SECRET?: string;
+
+  /** A console session ends after this long without a request. */
+  @IntInRange(1, 86400)
+  ADMIN_SESSION_IDLE_SECONDS = 1800;
+
+  /** A console session ends this long after sign-in at the latest. */
+  @IntInRange(1, 604800)
+  ADMIN_SESSION_MAX_SECONDS = 28800;
 
   /** A Redis or Valkey through which every instance shares the per-key rate limit; unset: each instance counts on its own. */
   @IsOptional()

@@ -13,6 +13,7 @@ export type DocumentEventType = 'document.created' | 'document.status_changed';
  */
 @Entity('document_events')
 @Index('idx_document_events_source_xid_id', { synchronize: false })
+@Index('idx_document_events_document', ['documentId'])
 export class DocumentEventEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint' })
   id: string;

@@ -34,6 +34,16 @@ const PAGE = sql(
     LIMIT $4`,
 );
 
+/** A document's events, oldest first. */
+const OF_DOCUMENT = sql(
+  'document-event-of-document',
+  `SELECT id, type, document_id AS "documentId", status, previous_status AS "previousStatus", created_at AS "createdAt"
+     FROM document_events WHERE document_id = $1 ORDER BY id`,
+);
+
+/** The documents these events are about. */
+const DOCUMENTS_OF = sql('document-event-documents-of', `SELECT id, document_id AS "documentId" FROM document_events WHERE id = ANY($1::bigint[])`);
+
 /** The event feed's queries over document_events (the events themselves are written with their documents). */
 @Injectable()
 export class DocumentEventsRepository {
@@ -42,5 +52,13 @@ export class DocumentEventsRepository {
   /** Up to `limit` events of `source` after the position (`xid`, `id`), oldest first. */
   page(source: string, after: { xid: string | null; id: string }, limit: number): Promise<FeedRow[]> {
     return this.db.query<FeedRow>(PAGE, [source, after.xid, after.id, limit]);
+  }
+
+  ofDocument(documentId: string): Promise<Array<Omit<FeedRow, 'xid'>>> {
+    return this.db.query(OF_DOCUMENT, [documentId]);
+  }
+
+  documentsOf(eventIds: string[]): Promise<Array<{ id: string; documentId: string }>> {
+    return this.db.query(DOCUMENTS_OF, [eventIds]);
   }
 }

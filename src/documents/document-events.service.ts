@@ -43,6 +43,17 @@ export class DocumentEventsService {
     return { data: page.map(DocumentEventsService.view), nextCursor: last ? feedCursor(last) : (after ?? null), hasMore: rows.length > limit };
   }
 
+  /** Every event of a document, oldest first (administrators' view; the caller decides who may see it). */
+  async ofDocument(documentId: string): Promise<DocumentEventView[]> {
+    return (await this.events.ofDocument(documentId)).map(DocumentEventsService.view);
+  }
+
+  /** Which document each of these events is about. */
+  async documentsOf(eventIds: string[]): Promise<Map<string, string>> {
+    if (eventIds.length === 0) return new Map();
+    return new Map((await this.events.documentsOf(eventIds)).map((row) => [row.id, row.documentId]));
+  }
+
   /** An event exactly as the feed lists it; push deliveries send the same view. */
   static view(row: Omit<FeedRow, 'xid'>): DocumentEventView {
     return { id: row.id, type: row.type, documentId: row.documentId, status: row.status, previousStatus: row.previousStatus, createdAt: row.createdAt.toISOString() };

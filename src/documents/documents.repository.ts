@@ -157,6 +157,15 @@ const PAGE_BY_EXTERNAL_ID = sql(
     LIMIT $5`,
 );
 
+/** Administrators' search by providerReference, of every source or of one ($1). */
+const PAGE_BY_PROVIDER_REFERENCE = sql(
+  'document-page-by-provider-reference',
+  `SELECT ${COLUMNS} FROM documents
+    WHERE provider_reference = $6 AND ($1::varchar IS NULL OR source = $1) AND ($2::varchar IS NULL OR status = $2)
+      AND ($3::varchar IS NULL OR type = $3) AND ($4::bigint IS NULL OR seq < $4)
+    ORDER BY seq DESC LIMIT $5`,
+);
+
 /**
  * A status or payment change and, when the status really changes, its `document.status_changed` event: $1 id,
  * $2 status, $3 payment status (null keeps the payment details), $4 bank event id, $5 the status before. The
@@ -244,6 +253,11 @@ export class DocumentsRepository {
   page(source: string, filter: DocumentFilter, limit: number): Promise<DocumentEntity[]> {
     const values = [source, filter.status ?? null, filter.type ?? null, filter.before ?? null, limit];
     return filter.externalId ? this.db.query<DocumentEntity>(PAGE_BY_EXTERNAL_ID, [...values, filter.externalId]) : this.db.query<DocumentEntity>(PAGE, values);
+  }
+
+  /** Of every source with this providerReference, or of one; newest first. */
+  pageByProviderReference(providerReference: string, source: string | undefined, filter: Omit<DocumentFilter, 'externalId'>, limit: number): Promise<DocumentEntity[]> {
+    return this.db.query<DocumentEntity>(PAGE_BY_PROVIDER_REFERENCE, [source ?? null, filter.status ?? null, filter.type ?? null, filter.before ?? null, limit, providerReference]);
   }
 
   /** Changes a locked document's status (and payment details), appending its feed event when the status changes. */

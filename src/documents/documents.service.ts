@@ -16,6 +16,15 @@ import { PaymentsService } from './payments.service';
 
 const DEFAULT_PAGE_SIZE = 20;
 
+export interface AdminDocumentFilter {
+  source?: string;
+  providerReference?: string;
+  status?: ListDocumentsQueryDto['status'];
+  type?: ListDocumentsQueryDto['type'];
+  externalId?: string;
+  cursor?: string;
+}
+
 @Injectable()
 export class DocumentsService {
   constructor(
@@ -74,6 +83,28 @@ export class DocumentsService {
     const rows = await this.documents.page(key.source, { status: query.status, type: query.type, externalId: query.externalId, before }, limit + 1);
     const page = rows.slice(0, limit);
     return { data: page.map(toDocumentResponse), nextCursor: rows.length > limit ? encodeCursor('d', page[page.length - 1].seq) : null };
+  }
+
+  /**
+   * Administrators' read-only view across sources: of one source, or by providerReference (of every
+   * source or one). Listing every source at once is not offered: no index orders all documents.
+   */
+  async pageForAdmin(filter: AdminDocumentFilter, limit: number): Promise<DocumentPageDto> {
+    const before = filter.cursor ? decodeCursor('d', filter.cursor, 'cursor') : undefined;
+    const rest = { status: filter.status, type: filter.type, before };
+    let rows: DocumentEntity[];
+    if (filter.providerReference) rows = await this.documents.pageByProviderReference(filter.providerReference, filter.source, rest, limit + 1);
+    else if (filter.source) rows = await this.documents.page(filter.source, { ...rest, externalId: filter.externalId }, limit + 1);
+    else throw AppError.validation([{ field: 'source', message: 'give a source or a providerReference' }]);
+    const page = rows.slice(0, limit);
+    return { data: page.map(toDocumentResponse), nextCursor: rows.length > limit ? encodeCursor('d', page[page.length - 1].seq) : null };
+  }
+
+  /** Any source's document, for administrators. */
+  async getForAdmin(id: string): Promise<DocumentResponseDto> {
+    const document = isUuid(id) ? await this.documents.find(this.db, id) : null;
+    if (!document) throw new AppError('NOT_FOUND', 'No such document');
+    return toDocumentResponse(document);
   }
 
   async cancel(tx: Transaction, key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {

@@ -5,17 +5,7 @@ import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
 import { DocumentEventsService, EventPage } from './document-events.service';
 import { ListEventsQueryDto } from './dto/list-events-query.dto';
-import { DOCUMENT_STATUSES } from './lifecycle';
-
-class DocumentEventDto {
-  @ApiProperty({ example: '42', description: 'Unique per event. The feed is in commit-safe order, which can differ from id order for events written at the same time' }) id: string;
-  @ApiProperty({ enum: ['document.created', 'document.status_changed'] }) type: string;
-  @ApiProperty({ format: 'uuid' }) documentId: string;
-  @ApiProperty({ enum: DOCUMENT_STATUSES }) status: string;
-  // A nullable enum lists null too (OpenAPI 3.0.3), or validators refuse the null of a creation event.
-  @ApiProperty({ enum: [...DOCUMENT_STATUSES, null], nullable: true, description: 'null for document.created' }) previousStatus: string | null;
-  @ApiProperty({ format: 'date-time' }) createdAt: string;
-}
+import { DocumentEventDto } from './dto/document-event.dto';
 
 class EventPageDto {
   @ApiProperty({ type: [DocumentEventDto] }) data: DocumentEventDto[];

@@ -13,6 +13,8 @@ export interface BankEventRow {
   outcome: BankEventOutcome;
   documentId: string | null;
   receivedAt: Date;
+  /** The row's id: the position of a cursor. */
+  position: string;
 }
 
 /**
@@ -82,7 +84,7 @@ const SETTLE = sql('bank-event-settle', `UPDATE webhook_events SET outcome = $2,
 const FIND_FOR_UPDATE = sql(
   'bank-event-find-for-update',
   `SELECT id, event_id AS "eventId", event_type AS "eventType", status, provider_reference AS "providerReference", outcome,
-          document_id AS "documentId", received_at AS "receivedAt"
+          document_id AS "documentId", received_at AS "receivedAt", id::text AS position
      FROM webhook_events WHERE event_id = $1 AND outcome <> 'duplicate' FOR UPDATE`,
 );
 
@@ -91,10 +93,11 @@ const PAGE = sql(
   'bank-event-page',
   `SELECT e.event_id AS "eventId", COALESCE(e.event_type, o.event_type) AS "eventType", COALESCE(e.status, o.status) AS status,
           COALESCE(e.provider_reference, o.provider_reference) AS "providerReference", e.outcome, e.document_id AS "documentId",
-          e.received_at AS "receivedAt"
+          e.received_at AS "receivedAt", e.id::text AS position
      FROM webhook_events e
      LEFT JOIN webhook_events o ON e.outcome = 'duplicate' AND o.event_id = e.event_id AND o.outcome <> 'duplicate'
-    WHERE $1::varchar IS NULL OR e.outcome = $1
+    WHERE ($1::varchar IS NULL OR e.outcome = $1) AND ($3::bigint IS NULL OR e.id < $3)
+      AND ($4::varchar IS NULL OR COALESCE(e.provider_reference, o.provider_reference) = $4)
     ORDER BY e.id DESC
     LIMIT $2`,
 );
@@ -107,6 +110,15 @@ export interface ReceivedDelivery {
   rawBody: Buffer;
   signedAt: Date;
 }
+
+/** Bank events (duplicates included) of the last $1 hours in buckets of $2 minutes, by outcome. */
+const OUTCOMES_PER_BUCKET = sql(
+  'bank-event-outcomes-per-bucket',
+  `SELECT date_bin(make_interval(mins => $2), received_at, 'epoch') AS at, outcome, count(*)::int AS count
+     FROM webhook_events
+    WHERE received_at > now() - make_interval(hours => $1)
+    GROUP BY 1, 2 ORDER BY 1`,
+);
 
 /** Every query of the bank's payment events (table webhook_events). */
 @Injectable()
@@ -140,7 +152,11 @@ export class PaymentsRepository {
     return row ?? null;
   }
 
-  page(outcome: BankEventOutcome | undefined, limit: number): Promise<BankEventRow[]> {
-    return this.db.query<BankEventRow>(PAGE, [outcome ?? null, limit]);
+  page(filter: { outcome?: BankEventOutcome; before?: string; providerReference?: string }, limit: number): Promise<BankEventRow[]> {
+    return this.db.query<BankEventRow>(PAGE, [filter.outcome ?? null, limit, filter.before ?? null, filter.providerReference ?? null]);
+  }
+
+  outcomesPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: Date; outcome: BankEventOutcome; count: number }>> {
+    return this.db.query(OUTCOMES_PER_BUCKET, [hours, bucketMinutes]);
   }
 }

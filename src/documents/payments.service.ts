@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { AppError } from '../common/app-error';
+import { decodeCursor, encodeCursor } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { Transaction } from '../database/database';
 import { MetricsService } from '../metrics/metrics.service';
@@ -11,9 +12,11 @@ import { FeedSignal } from './feed-signal';
 import { transition } from './lifecycle';
 import { BankEventRow, PaymentsRepository, ReceivedDelivery } from './payments.repository';
 
-export interface BankEventView extends Omit<BankEventRow, 'receivedAt'> {
+export interface BankEventView extends Omit<BankEventRow, 'receivedAt' | 'position'> {
   receivedAt: string;
 }
+
+const toBankEventView = ({ position: _position, receivedAt, ...event }: BankEventRow): BankEventView => ({ ...event, receivedAt: receivedAt.toISOString() });
 
 /** The bank's payment status events: stored, applied to documents through the lifecycle, listed. */
 @Injectable()
@@ -64,7 +67,7 @@ export class PaymentsService {
     }
     const { document: after, outcome } = await this.applyOne(tx, document, event);
     tx.afterCommit(() => this.feed.appended());
-    return { event: { ...event, outcome, documentId: after.id, receivedAt: event.receivedAt.toISOString() }, document: after };
+    return { event: toBankEventView({ ...event, outcome, documentId: after.id }), document: after };
   }
 
   /**
@@ -89,8 +92,22 @@ export class PaymentsService {
     return { document, outcome } as const;
   }
 
-  async list(filter: { outcome?: BankEventOutcome; limit: number }): Promise<BankEventView[]> {
-    const rows = await this.payments.page(filter.outcome, filter.limit);
-    return rows.map((e) => ({ ...e, receivedAt: e.receivedAt.toISOString() }));
+  async page(filter: { outcome?: BankEventOutcome; cursor?: string; providerReference?: string }, limit: number): Promise<{ data: BankEventView[]; nextCursor: string | null }> {
+    const before = filter.cursor ? decodeCursor('w', filter.cursor, 'cursor') : undefined;
+    const rows = await this.payments.page({ outcome: filter.outcome, before, providerReference: filter.providerReference }, limit + 1);
+    const page = rows.slice(0, limit);
+    return { data: page.map(toBankEventView), nextCursor: rows.length > limit ? encodeCursor('w', page.at(-1)!.position) : null };
+  }
+
+  /** Bank events of the last `hours` hours by outcome, in buckets of `bucketMinutes` (the console's chart). */
+  async outcomesPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: string } & Partial<Record<BankEventOutcome, number>>>> {
+    const buckets = new Map<string, { at: string } & Partial<Record<BankEventOutcome, number>>>();
+    for (const row of await this.payments.outcomesPerBucket(hours, bucketMinutes)) {
+      const at = row.at.toISOString();
+      const bucket = buckets.get(at) ?? { at };
+      bucket[row.outcome] = row.count;
+      buckets.set(at, bucket);
+    }
+    return [...buckets.values()];
   }
 }

@@ -2,6 +2,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service';
 
 export const API_KEY_SCHEME = 'apiKey';
 export const ADMIN_TOKEN_SCHEME = 'adminToken';
+export const ADMIN_SESSION_SCHEME = 'adminSession';
 
 /** Every tag an operation uses is declared here, with what it groups (the lint tests check both). */
 export const API_TAGS = [

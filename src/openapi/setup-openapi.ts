@@ -5,7 +5,8 @@ import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard';
 import { ErrorCode } from '../common/error-codes';
 import { byStatus, ProblemContext, problemCodesOf, ProblemDto, problemResponse } from '../common/problem.dto';
 import { IDEMPOTENCY_KEY_LENGTH, IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service';
-import { ADMIN_TOKEN_SCHEME, API_DESCRIPTION, API_KEY_SCHEME, API_TAGS } from './api-description';
+import { SESSION_COOKIE } from '../admin/admin-session';
+import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME, API_DESCRIPTION, API_KEY_SCHEME, API_TAGS } from './api-description';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 const METHODS_WITH_BODY: ReadonlySet<string> = new Set(['post', 'put', 'patch']);
@@ -43,7 +44,17 @@ export function buildOpenApiDocument(app: INestApplication, options: OpenApiOpti
       name: 'X-API-Key',
       description: '`sk_tax_…`, issued by an administrator and bound to one source',
     })
-    .addSecurity(ADMIN_TOKEN_SCHEME, { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN itself (an opaque string, not a JWT)' });
+    .addSecurity(ADMIN_TOKEN_SCHEME, {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'An administrator\'s personal token (`adm_tax_…`), or the break-glass ADMIN_TOKEN (opaque strings, not JWTs)',
+    })
+    .addSecurity(ADMIN_SESSION_SCHEME, {
+      type: 'apiKey',
+      in: 'cookie',
+      name: SESSION_COOKIE,
+      description: 'The console\'s session after single sign-on; a write must also send `X-CSRF-Token` (from GET /admin/me) or come from the console\'s origin',
+    });
   for (const tag of API_TAGS) builder.addTag(tag.name, tag.description);
   const document = SwaggerModule.createDocument(app, builder.build(), { extraModels: [ProblemDto] });
   completeDocument(document, options);

@@ -29,12 +29,34 @@ const PAGE = sql(
     ORDER BY d.id DESC LIMIT $4`,
 );
 
-/** Every source's deliveries with the URL each goes to, newest first. */
+/**
+ * Every source's deliveries, newest first, with the URL each goes to: $1 source, $2 status, $3 needing
+ * attention (failed, or still pending after a failed attempt), $4 only of these events, $5 before this id;
+ * $6 rows.
+ */
 const ADMIN_PAGE = sql(
   'outbound-delivery-admin-page',
-  `SELECT ${COLUMNS}, w.url AS "endpointUrl" FROM outbound_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+  `SELECT ${COLUMNS}, w.url AS "endpointUrl"
+     FROM outbound_deliveries d
+     JOIN webhook_endpoints w ON w.id = d.endpoint_id
     WHERE ($1::varchar IS NULL OR d.source = $1) AND ($2::varchar IS NULL OR d.status = $2)
-    ORDER BY d.id DESC LIMIT $3`,
+      AND (NOT $3 OR d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0))
+      AND ($4::bigint[] IS NULL OR d.event_id = ANY($4)) AND ($5::bigint IS NULL OR d.id < $5)
+    ORDER BY d.id DESC LIMIT $6`,
+);
+
+/**
+ * Push attempts of the last $1 hours in buckets of $2 minutes, by outcome: succeeded (a 2xx) or failed
+ * (anything else). A bucket without attempts has no row.
+ */
+const ATTEMPTS_PER_BUCKET = sql(
+  'outbound-delivery-attempts-per-bucket',
+  `SELECT date_bin(make_interval(mins => $2), attempted_at, 'epoch') AS at,
+          count(*) FILTER (WHERE error IS NULL AND response_status BETWEEN 200 AND 299)::int AS succeeded,
+          count(*) FILTER (WHERE NOT (error IS NULL AND response_status BETWEEN 200 AND 299))::int AS failed
+     FROM outbound_delivery_attempts
+    WHERE attempted_at > now() - make_interval(hours => $1)
+    GROUP BY 1 ORDER BY 1`,
 );
 
 const FIND = sql('outbound-delivery-find', `SELECT ${COLUMNS} FROM outbound_deliveries d WHERE d.id = $1 AND ($2::uuid IS NULL OR d.endpoint_id = $2)`);
@@ -55,8 +77,15 @@ export class OutboundDeliveriesRepository {
     return this.db.query<DeliveryRow>(PAGE, [endpointId, filter.status ?? null, filter.before ?? null, limit]);
   }
 
-  pageForAdmin(filter: { source?: string; status?: DeliveryStatus }, limit: number): Promise<Array<DeliveryRow & { endpointUrl: string }>> {
-    return this.db.query(ADMIN_PAGE, [filter.source ?? null, filter.status ?? null, limit]);
+  pageForAdmin(
+    filter: { source?: string; status?: DeliveryStatus; attention?: boolean; eventIds?: string[]; before?: string },
+    limit: number,
+  ): Promise<Array<DeliveryRow & { endpointUrl: string }>> {
+    return this.db.query(ADMIN_PAGE, [filter.source ?? null, filter.status ?? null, filter.attention ?? false, filter.eventIds ?? null, filter.before ?? null, limit]);
+  }
+
+  attemptsPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: Date; succeeded: number; failed: number }>> {
+    return this.db.query(ATTEMPTS_PER_BUCKET, [hours, bucketMinutes]);
   }
 
   /** `endpointId`: only a delivery of that endpoint. */

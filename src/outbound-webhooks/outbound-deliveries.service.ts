@@ -2,9 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, isBigintPosition } from '../common/cursor';
 import { Database, Queryable, Transaction } from '../database/database';
+import { DocumentEventsService } from '../documents/document-events.service';
 import { DeliveryWorker } from './delivery-worker';
-import { AdminDeliveriesQueryDto, AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
+import { AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import { DeliveryRow, OutboundDeliveriesRepository } from './outbound-deliveries.repository';
+import type { DeliveryStatus } from './outbound-delivery.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { WebhookEndpointsService } from './webhook-endpoints.service';
 
@@ -16,6 +18,7 @@ export class OutboundDeliveriesService {
     private readonly endpointRows: WebhookEndpointsRepository,
     private readonly endpoints: WebhookEndpointsService,
     private readonly worker: DeliveryWorker,
+    private readonly events: DocumentEventsService,
   ) {}
 
   async list(source: string, endpointId: string, query: ListDeliveriesQueryDto): Promise<DeliveryPageDto> {
@@ -35,17 +38,36 @@ export class OutboundDeliveriesService {
     return toDeliveryResponse(restarted.delivery);
   }
 
-  async listForAdmin(query: AdminDeliveriesQueryDto): Promise<AdminDeliveryDto[]> {
-    const rows = await this.deliveries.pageForAdmin({ source: query.source, status: query.status }, query.limit ?? 50);
-    return rows.map((row) => ({ ...toDeliveryResponse(row), source: row.source, endpointId: row.endpointId, endpointUrl: row.endpointUrl }));
+  /**
+   * Every source's deliveries, newest first, with the document each event is about. `attention`: those
+   * failing now as well as those given up on (failed, or still pending after a failed attempt).
+   */
+  async pageForAdmin(
+    query: { source?: string; status?: DeliveryStatus; attention?: boolean; documentId?: string; cursor?: string },
+    limit: number,
+  ): Promise<{ data: AdminDeliveryDto[]; nextCursor: string | null }> {
+    const before = query.cursor ? decodeCursor('d', query.cursor, 'cursor') : undefined;
+    const eventIds = query.documentId ? (await this.events.ofDocument(query.documentId)).map((event) => event.id) : undefined;
+    const rows = await this.deliveries.pageForAdmin({ ...query, eventIds, before }, limit + 1);
+    const page = rows.slice(0, limit);
+    const documents = await this.events.documentsOf(page.map((row) => row.eventId));
+    return {
+      data: page.map((row) => toAdminDelivery(row, row.endpointUrl, documents)),
+      nextCursor: rows.length > limit ? encodeCursor('d', page.at(-1)!.id) : null,
+    };
   }
 
-  /** The console's Retry: any source, but still only a failed or pending delivery. */
-  async retryForAdmin(deliveryId: string): Promise<AdminDeliveryDto> {
-    const { delivery, endpointUrl } = await this.restart(this.db, deliveryId);
-    // Due at once: an idle worker picks the delivery up now.
-    this.worker.announce();
-    return { ...toDeliveryResponse(delivery), source: delivery.source, endpointId: delivery.endpointId, endpointUrl };
+  /** An administrator's Retry: any source, but still only a failed or pending delivery; in `tx`, where the caller records who did it. */
+  async retryForAdmin(tx: Transaction, deliveryId: string): Promise<AdminDeliveryDto> {
+    const { delivery, endpointUrl } = await this.restart(tx, deliveryId);
+    // Due at once: an idle worker picks the delivery up as soon as it is committed.
+    tx.afterCommit(() => this.worker.announce());
+    return toAdminDelivery(delivery, endpointUrl, await this.events.documentsOf([delivery.eventId]));
+  }
+
+  /** Push attempts of the last `hours` hours by outcome, in buckets of `bucketMinutes` (the console's chart). */
+  async attemptsPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: string; succeeded: number; failed: number }>> {
+    return (await this.deliveries.attemptsPerBucket(hours, bucketMinutes)).map((row) => ({ ...row, at: row.at.toISOString() }));
   }
 
   private async restart(db: Queryable, deliveryId: string, endpointId?: string): Promise<{ delivery: DeliveryRow; endpointUrl: string }> {
@@ -72,4 +94,8 @@ function toDeliveryResponse(row: DeliveryRow): DeliveryResponseDto {
     lastError: row.lastError,
     nextAttemptAt: row.nextAttemptAt?.toISOString() ?? null,
   };
+}
+
+function toAdminDelivery(row: DeliveryRow, endpointUrl: string, documents: Map<string, string>): AdminDeliveryDto {
+  return { ...toDeliveryResponse(row), source: row.source, endpointId: row.endpointId, endpointUrl, documentId: documents.get(row.eventId) ?? null };
 }

@@ -4,6 +4,8 @@ import { OutboundDeliveryEntity } from './outbound-delivery.entity';
 /** Every attempt, kept for the delivery log: never the response body beyond a short excerpt. */
 @Entity('outbound_delivery_attempts')
 @Index('idx_outbound_delivery_attempts_delivery', ['deliveryId', 'id'])
+// A BRIN index, which TypeORM cannot declare: left alone by migration:generate.
+@Index('idx_outbound_delivery_attempts_attempted_at', { synchronize: false })
 export class OutboundDeliveryAttemptEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint', primaryKeyConstraintName: 'pk_outbound_delivery_attempts' })
   id: string;

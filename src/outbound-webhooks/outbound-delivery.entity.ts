@@ -10,6 +10,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
  */
 @Entity('outbound_deliveries')
 @Unique('uq_outbound_deliveries_endpoint_event', ['endpointId', 'eventId'])
+@Index('idx_outbound_deliveries_event', ['eventId'])
 @Index('idx_outbound_deliveries_endpoint_due', ['endpointId', 'nextAttemptAt'], { where: `status = 'pending'` })
 @Check('ck_outbound_deliveries_status', `status IN ('pending', 'succeeded', 'failed')`)
 export class OutboundDeliveryEntity {

@@ -2,12 +2,12 @@ import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn,
 
 export const OUTBOUND_EVENT_TYPES = ['document.created', 'document.status_changed'] as const;
 export type OutboundEventType = (typeof OUTBOUND_EVENT_TYPES)[number];
-export type DisabledReason = 'gone' | 'failing' | 'client';
+export type DisabledReason = 'gone' | 'failing' | 'client' | 'admin';
 
 /** A client's HTTPS receiver for its source's feed events. The secrets sign; they never leave in a GET. */
 @Entity('webhook_endpoints')
 @Index('idx_webhook_endpoints_source', ['source', 'createdAt'])
-@Check('ck_webhook_endpoints_disabled_reason', `disabled_reason IN ('gone', 'failing', 'client')`)
+@Check('ck_webhook_endpoints_disabled_reason', `disabled_reason IN ('gone', 'failing', 'client', 'admin')`)
 export class WebhookEndpointEntity {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'pk_webhook_endpoints' })
   id: string;

@@ -71,11 +71,11 @@ export class WebhookEndpointsController {
   @ApiOperation({
     operationId: 'updateWebhookEndpoint',
     summary: 'Change a webhook endpoint',
-    description: `Any of url, description (null clears it), eventTypes and enabled. \`enabled: false\` stops deliveries (\`disabledReason: "client"\`); \`enabled: true\` resumes them and clears any \`disabledReason\`. ${URL_RULES}`,
+    description: `Any of url, description (null clears it), eventTypes and enabled. \`enabled: false\` stops deliveries (\`disabledReason: "client"\`); \`enabled: true\` resumes them and clears any \`disabledReason\`, except \`"admin"\`: an endpoint the gateway's operator stopped only they can enable (409). ${URL_RULES}`,
   })
   @ENDPOINT_ID
   @ApiOkResponse({ type: WebhookEndpointResponseDto })
-  @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')
+  @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'VALIDATION_ERROR')
   update(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @Body() body: UpdateWebhookEndpointDto): Promise<WebhookEndpointResponseDto> {
     return this.endpoints.update(key.source, id, body);
   }

@@ -13,10 +13,12 @@ export interface EndpointRow {
   disabledReason: DisabledReason | null;
   createdAt: Date;
   updatedAt: Date;
+  /** created_at in microseconds since the epoch: the position of a keyset cursor. */
+  position: string;
 }
 
 const COLUMNS = `id, source, url, description, event_types AS "eventTypes", enabled, disabled_reason AS "disabledReason",
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+  created_at AS "createdAt", updated_at AS "updatedAt", (extract(epoch FROM created_at) * 1000000)::bigint::text AS position`;
 
 /**
  * The per-source endpoints lock (pg_advisory_xact_lock(namespace, hashtext(source))), which the feed's
@@ -39,7 +41,8 @@ const FIND = sql('webhook-endpoint-find', `SELECT ${COLUMNS} FROM webhook_endpoi
 
 /**
  * $3 url, $5 event types: null keeps each; $4 description, kept unless $7; $6 enabled: null keeps it,
- * false records $8 as the reason. Answers whether it was disabled before (`old`: the row as it was).
+ * false records $8 as the reason. Answers whether it was disabled before (`old`: the row as it was). Nothing
+ * is changed (and nothing returned) when $6 would switch an endpoint an administrator disabled.
  */
 const UPDATE = sql(
   'webhook-endpoint-update',
@@ -53,9 +56,10 @@ const UPDATE = sql(
      failing_since = CASE WHEN $6 THEN NULL ELSE w.failing_since END,
      updated_at = now()
     FROM webhook_endpoints old
-   WHERE w.id = $1 AND w.source = $2 AND old.id = w.id
+   WHERE w.id = $1 AND w.source = $2 AND old.id = w.id AND ($6::boolean IS NULL OR old.disabled_reason IS DISTINCT FROM 'admin')
    RETURNING w.id, w.source, w.url, w.description, w.event_types AS "eventTypes", w.enabled, w.disabled_reason AS "disabledReason",
-             w.created_at AS "createdAt", w.updated_at AS "updatedAt", NOT old.enabled AS "wasDisabled"`,
+             w.created_at AS "createdAt", w.updated_at AS "updatedAt", (extract(epoch FROM w.created_at) * 1000000)::bigint::text AS position,
+             NOT old.enabled AS "wasDisabled"`,
 );
 
 const DELETE = sql('webhook-endpoint-delete', 'DELETE FROM webhook_endpoints WHERE id = $1 AND source = $2 RETURNING id');
@@ -69,9 +73,26 @@ const ROTATE_SECRET = sql(
    RETURNING ${COLUMNS}, secret`,
 );
 
-const ADMIN_LIST = sql(
-  'webhook-endpoint-admin-list',
-  `SELECT ${COLUMNS} FROM webhook_endpoints WHERE $1::varchar IS NULL OR source = $1 ORDER BY created_at DESC, id DESC LIMIT 500`,
+/** Every source's endpoints or one's ($1), newest first; $2/$3 the cursor; $4 rows. */
+const ADMIN_PAGE = sql(
+  'webhook-endpoint-admin-page',
+  `SELECT ${COLUMNS} FROM webhook_endpoints
+    WHERE ($1::varchar IS NULL OR source = $1) AND ($2::bigint IS NULL OR (created_at, id) < (to_timestamp($2::bigint / 1000000.0), $3::uuid))
+    ORDER BY created_at DESC, id DESC LIMIT $4`,
+);
+
+/** An administrator switches an endpoint off (disabledReason "admin") or on again (a fresh start, as by PATCH). */
+const SET_ENABLED = sql(
+  'webhook-endpoint-set-enabled',
+  `UPDATE webhook_endpoints w SET enabled = $2,
+          disabled_reason = CASE WHEN $2 THEN NULL ELSE 'admin' END,
+          failing_since = CASE WHEN $2 THEN NULL ELSE w.failing_since END,
+          updated_at = now()
+     FROM webhook_endpoints old
+    WHERE w.id = $1 AND old.id = w.id
+   RETURNING w.id, w.source, w.url, w.description, w.event_types AS "eventTypes", w.enabled, w.disabled_reason AS "disabledReason",
+             w.created_at AS "createdAt", w.updated_at AS "updatedAt", (extract(epoch FROM w.created_at) * 1000000)::bigint::text AS position,
+             NOT old.enabled AS "wasDisabled"`,
 );
 
 const FIND_BY_ID = sql('webhook-endpoint-find-by-id', `SELECT ${COLUMNS} FROM webhook_endpoints WHERE id = $1`);
@@ -144,7 +165,12 @@ export class WebhookEndpointsRepository {
     return row ?? null;
   }
 
-  listForAdmin(source: string | undefined): Promise<EndpointRow[]> {
-    return this.db.query<EndpointRow>(ADMIN_LIST, [source ?? null]);
+  pageForAdmin(source: string | undefined, before: { position: string; id: string } | null, limit: number): Promise<EndpointRow[]> {
+    return this.db.query<EndpointRow>(ADMIN_PAGE, [source ?? null, before?.position ?? null, before?.id ?? null, limit]);
+  }
+
+  async setEnabled(tx: Transaction, id: string, enabled: boolean): Promise<(EndpointRow & { wasDisabled: boolean }) | null> {
+    const [row] = await tx.query<EndpointRow & { wasDisabled: boolean }>(SET_ENABLED, [id, enabled]);
+    return row ?? null;
   }
 }

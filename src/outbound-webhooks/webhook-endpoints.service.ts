@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { AppError } from '../common/app-error';
+import { decodeKeysetCursor, encodeKeysetCursor } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { Database, Queryable, Transaction } from '../database/database';
@@ -60,7 +61,13 @@ export class WebhookEndpointsService implements OnModuleInit {
   async update(source: string, id: string, dto: UpdateWebhookEndpointDto): Promise<WebhookEndpointResponseDto> {
     const url = dto.url === undefined ? undefined : await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
     const updated = isUuid(id) ? await this.endpoints.update(source, id, { ...dto, url, disabledReason: 'client' }) : null;
-    if (!updated) throw notFound();
+    if (!updated) {
+      // Only the operator who stopped an endpoint turns it back on; a client that could would make the stop pointless.
+      if ((await this.find(this.db, source, id)).disabledReason === 'admin') {
+        throw new AppError('INVALID_STATE_TRANSITION', 'The gateway operator disabled this endpoint; only they can enable it again');
+      }
+      throw notFound();
+    }
     // Deliveries that waited while it was disabled are due again.
     if (updated.enabled && updated.wasDisabled) this.worker.announce();
     return toEndpointResponse(updated);
@@ -82,8 +89,25 @@ export class WebhookEndpointsService implements OnModuleInit {
     return { ...toEndpointResponse(rotated), secret: rotated.secret };
   }
 
-  async listForAdmin(source: string | undefined): Promise<AdminWebhookEndpointDto[]> {
-    return (await this.endpoints.listForAdmin(source)).map((endpoint) => ({ source: endpoint.source, ...toEndpointResponse(endpoint) }));
+  async pageForAdmin(filter: { source?: string; cursor?: string }, limit: number): Promise<{ data: AdminWebhookEndpointDto[]; nextCursor: string | null }> {
+    const rows = await this.endpoints.pageForAdmin(filter.source, filter.cursor ? decodeKeysetCursor('w', filter.cursor, 'cursor') : null, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      data: page.map((endpoint) => ({ source: endpoint.source, ...toEndpointResponse(endpoint) })),
+      nextCursor: rows.length > limit && last ? encodeKeysetCursor('w', last.position, last.id) : null,
+    };
+  }
+
+  /**
+   * An administrator stops a client's misbehaving endpoint (disabledReason "admin") or turns it back on, in
+   * `tx`, where the caller records who did it.
+   */
+  async setEnabledByAdmin(tx: Transaction, id: string, enabled: boolean): Promise<AdminWebhookEndpointDto> {
+    const endpoint = isUuid(id) ? await this.endpoints.setEnabled(tx, id, enabled) : null;
+    if (!endpoint) throw notFound();
+    if (endpoint.enabled && endpoint.wasDisabled) tx.afterCommit(() => this.worker.announce());
+    return { source: endpoint.source, ...toEndpointResponse(endpoint) };
   }
 
   /** Another source's endpoint, an unknown id and a non-UUID are all the same 404. */

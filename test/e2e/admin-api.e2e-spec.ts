@@ -254,7 +254,12 @@ describe('admin REST endpoints (CONTRACT §4)', () => {
         ['api_key.rotated', created.id, source, '192.0.2.8'],
         ['api_key.created', created.id, source, '192.0.2.7'],
       ]);
-      for (const entry of data) expect(Object.keys(entry).sort()).toEqual(['action', 'createdAt', 'id', 'keyId', 'remoteAddress', 'source']);
+      for (const entry of data) {
+        expect(Object.keys(entry).sort()).toEqual(['action', 'actor', 'createdAt', 'id', 'keyId', 'remoteAddress', 'source', 'targetId', 'targetType']);
+        // ADMIN_TOKEN is the break-glass credential: it names no person.
+        expect(entry.actor).toEqual({ type: 'bootstrap', adminId: null, email: null });
+        expect(entry).toMatchObject({ targetType: 'api_key', targetId: entry.keyId });
+      }
       expect(res.body).not.toContain(created.key);
       expect((await admin('GET', '/admin/audit-log?limit=0')).statusCode).toBe(422);
       expect((await admin('GET', '/admin/audit-log?limit=201')).statusCode).toBe(422);

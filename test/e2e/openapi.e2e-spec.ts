@@ -96,6 +96,7 @@ describe('the OpenAPI document the gateway serves', () => {
     expect((document as unknown as { components: { securitySchemes: object } }).components.securitySchemes).toEqual({
       apiKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }),
       adminToken: { type: 'http', scheme: 'bearer', description: expect.any(String) },
+      adminSession: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'tdg_admin_session' }),
     });
     for (const item of Object.values(document.paths)) for (const operation of Object.values(item)) expect(Object.keys(operation.responses)).toContain('500');
   });

@@ -174,7 +174,7 @@ describe('push notifications (CONTRACT §2.6)', () => {
       expect(endpoints.body).not.toContain(endpoint.secret);
       expect(endpoints.body).not.toContain('secret');
       const listed = (await admin('GET', `/admin/outbound-deliveries?source=${source.source}&status=failed`)).json().data;
-      expect(listed).toEqual([{ ...failed, source: source.source, endpointId: endpoint.id, endpointUrl: hook.url }]);
+      expect(listed).toEqual([{ ...failed, source: source.source, endpointId: endpoint.id, endpointUrl: hook.url, documentId: expect.any(String) }]);
       expect((await admin('GET', `/admin/outbound-deliveries?source=${source.source}&status=succeeded`)).json().data).toEqual([]);
       expect((await admin('GET', '/admin/outbound-deliveries?status=nope')).statusCode).toBe(422);
       expect((await admin('GET', '/admin/outbound-deliveries', 'wrong-token-0123456789')).statusCode).toBe(401);

@@ -84,6 +84,6 @@ describe('PaymentsRepository', () => {
     expect(await stored(early.eventId)).toEqual([{ outcome: 'applied', document_id: id, kept: true }]);
 
     expect(await payments.receive(delivery(reference, 'PAID', undefined, 'PAYOUT_CREATED'))).toEqual({ outcome: 'ignored', statusChanged: false });
-    expect((await payments.page('unmatched', 10)).map((e) => e.providerReference)).not.toContain(reference);
+    expect((await payments.page({ outcome: 'unmatched' }, 10)).map((e) => e.providerReference)).not.toContain(reference);
   });
 });

@@ -1,8 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDateString, IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Matches, Max, Min } from 'class-validator';
 import { TEXT_PATTERN } from '../../common/json-body-parser';
-import { PageLimit } from '../../common/page-limit';
-import { AUDIT_ACTIONS } from '../audit-log.entity';
+import { NEXT_CURSOR, PageQueryDto } from './admin.dto';
 import { OptionalField } from '../../common/validation';
 import { SOURCE_PATTERN, SOURCE_RULE } from '../../common/source';
 import { BANK_EVENT_OUTCOMES } from '../../documents/bank-event.entity';
@@ -35,24 +34,25 @@ export class RotateApiKeyDto {
   gracePeriodSeconds?: number;
 }
 
-export class ListApiKeysQueryDto {
-  @ApiPropertyOptional({ example: 'acme-erp', pattern: SOURCE_PATTERN.source, description: 'Only the keys of this source' })
+export class ListApiKeysQueryDto extends PageQueryDto {
+  @ApiPropertyOptional({ example: 'acme-erp', pattern: SOURCE_PATTERN.source, description: 'Only those of this source' })
   @IsOptional()
   @IsString()
   @Matches(SOURCE_PATTERN, { message: 'must be a valid source' })
   source?: string;
 }
 
-export class LimitQueryDto {
-  @PageLimit(200, 50)
-  limit?: number;
-}
-
-export class WebhookEventsQueryDto extends LimitQueryDto {
+export class WebhookEventsQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ enum: BANK_EVENT_OUTCOMES, description: 'Only events with this outcome' })
   @IsOptional()
   @IsIn(BANK_EVENT_OUTCOMES, { message: `must be one of ${BANK_EVENT_OUTCOMES.join(', ')}` })
   status?: BankEventOutcome;
+
+  @ApiPropertyOptional({ example: 'PAY-2026-0001', minLength: 1, maxLength: 255, description: 'Only events for this providerReference' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 255)
+  providerReference?: string;
 }
 
 export class ApiKeyResponseDto {
@@ -75,20 +75,7 @@ export class IssuedApiKeyResponseDto extends ApiKeyResponseDto {
 
 export class ApiKeyListDto {
   @ApiProperty({ type: [ApiKeyResponseDto] }) data: ApiKeyResponseDto[];
-}
-
-export class AuditEntryDto {
-  @ApiProperty({ example: '42' }) id: string;
-  @ApiProperty({ enum: AUDIT_ACTIONS }) action: string;
-  @ApiProperty({ nullable: true, type: String, format: 'uuid' }) keyId: string | null;
-  @ApiProperty({ nullable: true, type: String, example: 'acme-erp' }) source: string | null;
-  @ApiProperty({ example: '203.0.113.7', description: "The administrator's address (the TCP peer), or `cli` for the operator CLI" })
-  remoteAddress: string;
-  @ApiProperty({ format: 'date-time' }) createdAt: string;
-}
-
-export class AuditLogPageDto {
-  @ApiProperty({ type: [AuditEntryDto] }) data: AuditEntryDto[];
+  @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
 
 export class WebhookEventDto {
@@ -103,6 +90,7 @@ export class WebhookEventDto {
 
 export class WebhookEventPageDto {
   @ApiProperty({ type: [WebhookEventDto] }) data: WebhookEventDto[];
+  @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
 
 export class ApplyWebhookEventDto {

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import { Transform } from 'class-transformer';
+import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
 import { SOURCE_PATTERN } from '../../common/source';
 import { cursorProperty } from '../../common/cursor';
 import { PageLimit } from '../../common/page-limit';
@@ -35,8 +36,27 @@ export class AdminDeliveriesQueryDto {
   @IsIn(DELIVERY_STATUSES, { message: STATUS_MESSAGE })
   status?: DeliveryStatus;
 
+  @ApiPropertyOptional({
+    type: Boolean,
+    description: 'true: only the deliveries that need a look, failed or still pending after a failed attempt (failing right now)',
+  })
+  @IsOptional()
+  @Transform(({ value }) => (value === 'true' ? true : value === 'false' ? false : value))
+  @IsBoolean({ message: 'must be true or false' })
+  attention?: boolean;
+
+  @ApiPropertyOptional({ format: 'uuid', description: "Only the deliveries of this document's events" })
+  @IsOptional()
+  @IsUUID('all', { message: 'must be a UUID' })
+  documentId?: string;
+
   @PageLimit(200, 50)
   limit?: number;
+
+  @ApiPropertyOptional(cursorProperty('The nextCursor of the previous page'))
+  @IsOptional()
+  @IsString()
+  cursor?: string;
 }
 
 export class DeliveryResponseDto {
@@ -67,4 +87,12 @@ export class AdminDeliveryDto extends DeliveryResponseDto {
   @ApiProperty({ example: 'acme-erp' }) source: string;
   @ApiProperty({ format: 'uuid' }) endpointId: string;
   @ApiProperty({ example: 'https://erp.example.com/hooks/tax-gateway' }) endpointUrl: string;
+  @ApiProperty({ nullable: true, type: String, format: 'uuid', description: 'The document the event is about (null once the event is purged)' })
+  documentId: string | null;
+}
+
+export class AdminDeliveryPageDto {
+  @ApiProperty({ type: [AdminDeliveryDto] }) data: AdminDeliveryDto[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last page' })
+  nextCursor: string | null;
 }

@@ -60,7 +60,9 @@ export class UpdateWebhookEndpointDto {
   @EventTypes()
   eventTypes?: OutboundEventType[];
 
-  @ApiPropertyOptional({ description: 'false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason' })
+  @ApiPropertyOptional({
+    description: 'false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason but "admin" (a 409: only the operator lifts it)',
+  })
   @OptionalField()
   @IsBoolean()
   enabled?: boolean;
@@ -74,8 +76,10 @@ export class WebhookEndpointResponseDto {
   @ApiProperty() enabled: boolean;
   @ApiProperty({
     nullable: true,
-    enum: ['gone', 'failing', 'client'],
-    description: '"gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH',
+    enum: ['gone', 'failing', 'client', 'admin'],
+    description:
+      '"gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH; ' +
+      '"admin": stopped by the gateway\'s operator, who alone can enable it again (a PATCH of `enabled` is then a 409)',
   })
   disabledReason: DisabledReason | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;

@@ -64,6 +64,138 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who am I
+         * @description The caller as the audit log names it, and its role. A console session also gets the CSRF token its writes send.
+         */
+        get: operations["getAdminMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/admins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List administrators
+         * @description Oldest first.
+         */
+        get: operations["listAdmins"];
+        put?: never;
+        /**
+         * Create an administrator
+         * @description An account with a role; its owner then signs in by SSO (the email must match) or gets a personal token. Audited.
+         */
+        post: operations["createAdmin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/admins/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an administrator
+         * @description The admin object: role, whether disabled, when last seen.
+         */
+        get: operations["getAdmin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change an administrator
+         * @description Role, name, or `disabled`: a disabled admin's tokens and console sessions stop on the very next request, on every instance. Audited.
+         */
+        patch: operations["updateAdmin"];
+        trace?: never;
+    };
+    "/admin/admins/{id}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an administrator's tokens
+         * @description Newest first; never a token or its hash.
+         */
+        get: operations["listAdminTokens"];
+        put?: never;
+        /**
+         * Issue a personal token
+         * @description By an `admin` for anyone, or by any administrator for themself. The token is in this response only (only its hash is stored); send it as `Authorization: Bearer adm_tax_…`. Audited.
+         */
+        post: operations["createAdminToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/admin-tokens/{tokenId}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a personal token
+         * @description By an `admin`, or by the token's owner. Takes effect on the very next request, on every instance; revoking twice keeps the first `revokedAt`. Audited.
+         */
+        post: operations["revokeAdminToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit log
+         * @description Every administrator write, sign-in and sign-out, newest first, with who (actor), what (target) and from where. Reads are not recorded.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api-keys": {
         parameters: {
             query?: never;
@@ -148,26 +280,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/audit-log": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Read the audit log
-         * @description Key changes (created, rotated, revoked), newest first, with who made them (address) and when. Reads are not recorded.
-         */
-        get: operations["listAuditLog"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/admin/webhook-events": {
         parameters: {
             query?: never;
@@ -177,7 +289,7 @@ export interface paths {
         };
         /**
          * List bank webhook deliveries
-         * @description Every accepted delivery, newest first, with what it did (`outcome`), optionally only those with one outcome.
+         * @description Every accepted delivery, newest first, with what it did (`outcome`); optionally only those with one outcome or providerReference.
          */
         get: operations["listWebhookEvents"];
         put?: never;
@@ -217,7 +329,7 @@ export interface paths {
         };
         /**
          * List client webhook endpoints
-         * @description Every source's endpoints, or those of one source, newest first (at most 500); never a secret.
+         * @description Every source's endpoints, or those of one source, newest first; never a secret.
          */
         get: operations["listAllWebhookEndpoints"];
         put?: never;
@@ -226,6 +338,26 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Stop or resume a client's endpoint
+         * @description `enabled: false` stops a misbehaving endpoint (`disabledReason: "admin"`; its client cannot enable it again); `enabled: true` resumes it and its waiting deliveries. Audited. Needs the operator role.
+         */
+        patch: operations["setWebhookEndpointEnabled"];
         trace?: never;
     };
     "/admin/outbound-deliveries": {
@@ -237,7 +369,7 @@ export interface paths {
         };
         /**
          * List push deliveries
-         * @description Newest first, optionally of one source and with one status, with the URL of the endpoint each goes to.
+         * @description Newest first, with the endpoint URL and the document of each; by source, status, document, or `attention` (failed, or failing right now).
          */
         get: operations["listOutboundDeliveries"];
         put?: never;
@@ -259,9 +391,89 @@ export interface paths {
         put?: never;
         /**
          * Retry a push delivery now
-         * @description A failed or pending delivery of any source is attempted again at once, from the start of the retry schedule. 409 when it has succeeded or its endpoint is disabled. Takes no body.
+         * @description A failed or pending delivery of any source is attempted again at once, from the start of the retry schedule. 409 when it has succeeded or its endpoint is disabled. Takes no body. Audited. Needs the operator role.
          */
         post: operations["retryOutboundDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find documents
+         * @description Read-only, newest first: the documents of a source, or those with a providerReference (of every source, or of one).
+         */
+        get: operations["listAllDocuments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/documents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a document with its events and deliveries
+         * @description Any source's document, its feed events and their push deliveries.
+         */
+        get: operations["getAnyDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/stats/outbound-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Push attempts per minute
+         * @description Attempts of every source by outcome, per bucket, over the last hours.
+         */
+        get: operations["getDeliveryStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/stats/webhook-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Bank webhook outcomes over time
+         * @description Accepted bank webhook deliveries by outcome, per bucket, over the last hours.
+         */
+        get: operations["getBankEventStats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -436,7 +648,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Any of url, description (null clears it), eventTypes and enabled. `enabled: false` stops deliveries (`disabledReason: "client"`); `enabled: true` resumes them and clears any `disabledReason`. `url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to).
+         * @description Any of url, description (null clears it), eventTypes and enabled. `enabled: false` stops deliveries (`disabledReason: "client"`); `enabled: true` resumes them and clears any `disabledReason`, except `"admin"`: an endpoint the gateway's operator stopped only they can enable (409). `url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to).
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -532,7 +744,7 @@ export interface components {
              * @example VALIDATION_ERROR
              * @enum {string}
              */
-            code: "UNAUTHORIZED" | "WEBHOOK_SIGNATURE_INVALID" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_IN_USE" | "DUPLICATE_DOCUMENT" | "INVALID_STATE_TRANSITION" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "MALFORMED_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
+            code: "UNAUTHORIZED" | "FORBIDDEN" | "WEBHOOK_SIGNATURE_INVALID" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_IN_USE" | "DUPLICATE_DOCUMENT" | "DUPLICATE_ADMIN" | "INVALID_STATE_TRANSITION" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "MALFORMED_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
             /**
              * @description What went wrong, for people
              * @example The request is not valid
@@ -563,6 +775,181 @@ export interface components {
             keyPrefix: string;
             /** Format: date-time */
             expiresAt: string | null;
+        };
+        ActorDto: {
+            /**
+             * @description bootstrap: ADMIN_TOKEN; token: a personal token; session: the console signed in by SSO; cli: the operator CLI
+             * @enum {string}
+             */
+            type: "bootstrap" | "token" | "session" | "cli";
+            /** Format: uuid */
+            adminId: string | null;
+            /** @example ada@example.com */
+            email: string | null;
+        };
+        MeDto: {
+            actor: components["schemas"]["ActorDto"];
+            /** @enum {string} */
+            role: "viewer" | "operator" | "admin";
+            /** @description For a console session only: send it as `X-CSRF-Token` with every write */
+            csrfToken?: string;
+        };
+        CreateAdminDto: {
+            /**
+             * @description Unique whatever its case; the email claim single sign-on matches
+             * @example ada@example.com
+             */
+            email: string;
+            /**
+             * @description viewer: every GET; operator: also retries deliveries and switches endpoints; admin: everything
+             * @enum {string}
+             */
+            role: "viewer" | "operator" | "admin";
+            /** @example Ada Lovelace */
+            name?: string;
+        };
+        AdminDto: {
+            /** Format: uuid */
+            id: string;
+            /** @example ada@example.com */
+            email: string;
+            /** @example Ada Lovelace */
+            name: string | null;
+            /** @enum {string} */
+            role: "viewer" | "operator" | "admin";
+            /** Format: date-time */
+            disabledAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Last request with a token or session of theirs (to the minute)
+             */
+            lastSeenAt: string | null;
+        };
+        AdminPageDto: {
+            data: components["schemas"]["AdminDto"][];
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        UpdateAdminDto: {
+            /** @enum {string} */
+            role?: "viewer" | "operator" | "admin";
+            /** @description null clears it */
+            name?: string | null;
+            /** @description true: every token and console session of the admin stops on the next request; false: the account works again */
+            disabled?: boolean;
+        };
+        CreateAdminTokenDto: {
+            /**
+             * @description For people: where the token is used
+             * @example laptop
+             */
+            name?: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, in the future; absent: never expires
+             * @example 2027-06-30T00:00:00.000Z
+             */
+            expiresAt?: string;
+        };
+        IssuedAdminTokenDto: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            adminId: string;
+            /** @example laptop */
+            name: string | null;
+            /**
+             * @description The token's first 12 characters
+             * @example adm_tax_4fQ9
+             */
+            prefix: string;
+            /**
+             * @description The token's last 4 characters
+             * @example x9Qz
+             */
+            last4: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string | null;
+            /** Format: date-time */
+            revokedAt: string | null;
+            /**
+             * Format: date-time
+             * @description Recorded at most once a minute
+             */
+            lastUsedAt: string | null;
+            /**
+             * @description The token itself, sent as `Authorization: Bearer`. Shown once, never again.
+             * @example adm_tax_4fQ9…
+             */
+            token: string;
+        };
+        AdminTokenDto: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            adminId: string;
+            /** @example laptop */
+            name: string | null;
+            /**
+             * @description The token's first 12 characters
+             * @example adm_tax_4fQ9
+             */
+            prefix: string;
+            /**
+             * @description The token's last 4 characters
+             * @example x9Qz
+             */
+            last4: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string | null;
+            /** Format: date-time */
+            revokedAt: string | null;
+            /**
+             * Format: date-time
+             * @description Recorded at most once a minute
+             */
+            lastUsedAt: string | null;
+        };
+        AdminTokenListDto: {
+            data: components["schemas"]["AdminTokenDto"][];
+        };
+        AuditEntryDto: {
+            /** @example 42 */
+            id: string;
+            /** @enum {string} */
+            action: "api_key.created" | "api_key.revoked" | "api_key.rotated" | "webhook_event.applied" | "webhook_endpoint.enabled" | "webhook_endpoint.disabled" | "outbound_delivery.retried" | "admin.created" | "admin.updated" | "admin_token.created" | "admin_token.revoked" | "admin.signed_in" | "admin.sign_in_refused" | "admin.signed_out";
+            actor: components["schemas"]["ActorDto"];
+            /**
+             * @description What was changed: api_key, admin, admin_token, webhook_endpoint, outbound_delivery, webhook_event
+             * @example api_key
+             */
+            targetType: string | null;
+            targetId: string | null;
+            /**
+             * Format: uuid
+             * @description The API key an api_key.* entry concerns (as targetId)
+             */
+            keyId: string | null;
+            /** @example acme-erp */
+            source: string | null;
+            /**
+             * @description The administrator's address (behind trusted proxies, the client's), or `cli` for the operator CLI
+             * @example 203.0.113.7
+             */
+            remoteAddress: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        AuditLogPageDto: {
+            data: components["schemas"]["AuditEntryDto"][];
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
         };
         CreateApiKeyDto: {
             /**
@@ -657,6 +1044,8 @@ export interface components {
         };
         ApiKeyListDto: {
             data: components["schemas"]["ApiKeyResponseDto"][];
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
         };
         RotateApiKeyDto: {
             /**
@@ -664,26 +1053,6 @@ export interface components {
              * @default 0
              */
             gracePeriodSeconds: number;
-        };
-        AuditEntryDto: {
-            /** @example 42 */
-            id: string;
-            /** @enum {string} */
-            action: "api_key.created" | "api_key.revoked" | "api_key.rotated" | "webhook_event.applied";
-            /** Format: uuid */
-            keyId: string | null;
-            /** @example acme-erp */
-            source: string | null;
-            /**
-             * @description The administrator's address (the TCP peer), or `cli` for the operator CLI
-             * @example 203.0.113.7
-             */
-            remoteAddress: string;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        AuditLogPageDto: {
-            data: components["schemas"]["AuditEntryDto"][];
         };
         WebhookEventDto: {
             /** @example evt_000123 */
@@ -712,6 +1081,8 @@ export interface components {
         };
         WebhookEventPageDto: {
             data: components["schemas"]["WebhookEventDto"][];
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
         };
         ApplyWebhookEventDto: {
             /**
@@ -729,10 +1100,10 @@ export interface components {
             eventTypes: ("document.created" | "document.status_changed")[];
             enabled: boolean;
             /**
-             * @description "gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH
+             * @description "gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH; "admin": stopped by the gateway's operator, who alone can enable it again (a PATCH of `enabled` is then a 409)
              * @enum {string|null}
              */
-            disabledReason: "gone" | "failing" | "client" | null;
+            disabledReason: "gone" | "failing" | "client" | "admin" | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -740,8 +1111,14 @@ export interface components {
             /** @example acme-erp */
             source: string;
         };
-        AdminWebhookEndpointListDto: {
+        AdminWebhookEndpointPageDto: {
             data: components["schemas"]["AdminWebhookEndpointDto"][];
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        SetEndpointEnabledDto: {
+            /** @description false stops its deliveries (disabledReason "admin"; the client cannot undo it); true resumes them */
+            enabled: boolean;
         };
         AdminDeliveryDto: {
             /** @example 1017 */
@@ -777,9 +1154,16 @@ export interface components {
             endpointId: string;
             /** @example https://erp.example.com/hooks/tax-gateway */
             endpointUrl: string;
+            /**
+             * Format: uuid
+             * @description The document the event is about (null once the event is purged)
+             */
+            documentId: string | null;
         };
-        AdminDeliveryListDto: {
+        AdminDeliveryPageDto: {
             data: components["schemas"]["AdminDeliveryDto"][];
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
         };
         TaxpayerDto: {
             /** @example DE123456789 */
@@ -792,6 +1176,135 @@ export interface components {
              * @enum {string}
              */
             country: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "YE" | "YT" | "ZA" | "ZM" | "ZW";
+        };
+        PaymentDto: {
+            /**
+             * @description The bank's last status applied or recorded (upper case)
+             * @example PAID
+             */
+            status: string | null;
+            /** @example evt_123 */
+            lastEventId: string | null;
+            /** Format: date-time */
+            updatedAt: string | null;
+        };
+        DocumentResponseDto: {
+            /** Format: uuid */
+            id: string;
+            /** @example acme-erp */
+            source: string;
+            /** @example INV-2026-0001 */
+            externalId: string;
+            /** @enum {string} */
+            type: "INVOICE" | "CREDIT_NOTE" | "RECEIPT" | "TAX_RETURN";
+            taxpayer: components["schemas"]["TaxpayerDto"];
+            /**
+             * Format: date
+             * @example 2026-11-20
+             */
+            issueDate: string;
+            /** @example EUR */
+            currency: string;
+            /** @example 119.00 */
+            totalAmount: string;
+            /** @example 19.00 */
+            taxAmount: string;
+            /** @example PAY-2026-0001 */
+            providerReference: string | null;
+            /**
+             * @example PENDING_PAYMENT
+             * @enum {string}
+             */
+            status: "PENDING_PAYMENT" | "PAID" | "PAYMENT_FAILED" | "CANCELLED" | "REFUNDED";
+            payment: components["schemas"]["PaymentDto"];
+            /**
+             * @example {
+             *       "costCenter": "CC-42"
+             *     }
+             */
+            metadata: {
+                [key: string]: string;
+            };
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        AdminDocumentPageDto: {
+            data: components["schemas"]["DocumentResponseDto"][];
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        DocumentEventDto: {
+            /**
+             * @description Unique per event. The feed is in commit-safe order, which can differ from id order for events written at the same time
+             * @example 42
+             */
+            id: string;
+            /** @enum {string} */
+            type: "document.created" | "document.status_changed";
+            /** Format: uuid */
+            documentId: string;
+            /** @enum {string} */
+            status: "PENDING_PAYMENT" | "PAID" | "PAYMENT_FAILED" | "CANCELLED" | "REFUNDED";
+            /**
+             * @description null for document.created
+             * @enum {string|null}
+             */
+            previousStatus: "PENDING_PAYMENT" | "PAID" | "PAYMENT_FAILED" | "CANCELLED" | "REFUNDED" | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        AdminDocumentDetailDto: {
+            document: components["schemas"]["DocumentResponseDto"];
+            /** @description Its feed events, oldest first */
+            events: components["schemas"]["DocumentEventDto"][];
+            /** @description Push deliveries of those events, newest first (the first 50) */
+            deliveries: components["schemas"]["AdminDeliveryDto"][];
+            /** @description More deliveries: GET /admin/outbound-deliveries?documentId=…&cursor=… */
+            deliveriesNextCursor: string | null;
+        };
+        DeliveryBucketDto: {
+            /**
+             * Format: date-time
+             * @description The bucket's start
+             */
+            at: string;
+            /**
+             * @description Attempts answered with a 2xx
+             * @example 12
+             */
+            succeeded: number;
+            /**
+             * @description Attempts that failed (an error or another status)
+             * @example 1
+             */
+            failed: number;
+        };
+        DeliveryStatsDto: {
+            /**
+             * @description Minutes per bucket: 1 up to 3 hours back, more beyond
+             * @example 1
+             */
+            bucketMinutes: number;
+            /** @description Oldest first; a bucket without attempts is left out */
+            data: components["schemas"]["DeliveryBucketDto"][];
+        };
+        BankEventBucketDto: {
+            /** Format: date-time */
+            at: string;
+            /** @example 40 */
+            applied?: number;
+            unmatched?: number;
+            ignored?: number;
+            duplicate?: number;
+            ambiguous?: number;
+        };
+        BankEventStatsDto: {
+            /** @example 1 */
+            bucketMinutes: number;
+            /** @description Oldest first; an outcome without events in a bucket is left out */
+            data: components["schemas"]["BankEventBucketDto"][];
         };
         CreateDocumentDto: {
             /**
@@ -847,83 +1360,10 @@ export interface components {
                 [key: string]: string;
             };
         };
-        PaymentDto: {
-            /**
-             * @description The bank's last status applied or recorded (upper case)
-             * @example PAID
-             */
-            status: string | null;
-            /** @example evt_123 */
-            lastEventId: string | null;
-            /** Format: date-time */
-            updatedAt: string | null;
-        };
-        DocumentResponseDto: {
-            /** Format: uuid */
-            id: string;
-            /** @example acme-erp */
-            source: string;
-            /** @example INV-2026-0001 */
-            externalId: string;
-            /** @enum {string} */
-            type: "INVOICE" | "CREDIT_NOTE" | "RECEIPT" | "TAX_RETURN";
-            taxpayer: components["schemas"]["TaxpayerDto"];
-            /**
-             * Format: date
-             * @example 2026-11-20
-             */
-            issueDate: string;
-            /** @example EUR */
-            currency: string;
-            /** @example 119.00 */
-            totalAmount: string;
-            /** @example 19.00 */
-            taxAmount: string;
-            /** @example PAY-2026-0001 */
-            providerReference: string | null;
-            /**
-             * @example PENDING_PAYMENT
-             * @enum {string}
-             */
-            status: "PENDING_PAYMENT" | "PAID" | "PAYMENT_FAILED" | "CANCELLED" | "REFUNDED";
-            payment: components["schemas"]["PaymentDto"];
-            /**
-             * @example {
-             *       "costCenter": "CC-42"
-             *     }
-             */
-            metadata: {
-                [key: string]: string;
-            };
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
         DocumentPageDto: {
             data: components["schemas"]["DocumentResponseDto"][];
             /** @description Pass as `cursor` for the next page; null on the last page */
             nextCursor: string | null;
-        };
-        DocumentEventDto: {
-            /**
-             * @description Unique per event. The feed is in commit-safe order, which can differ from id order for events written at the same time
-             * @example 42
-             */
-            id: string;
-            /** @enum {string} */
-            type: "document.created" | "document.status_changed";
-            /** Format: uuid */
-            documentId: string;
-            /** @enum {string} */
-            status: "PENDING_PAYMENT" | "PAID" | "PAYMENT_FAILED" | "CANCELLED" | "REFUNDED";
-            /**
-             * @description null for document.created
-             * @enum {string|null}
-             */
-            previousStatus: "PENDING_PAYMENT" | "PAID" | "PAYMENT_FAILED" | "CANCELLED" | "REFUNDED" | null;
-            /** Format: date-time */
-            createdAt: string;
         };
         EventPageDto: {
             data: components["schemas"]["DocumentEventDto"][];
@@ -952,10 +1392,10 @@ export interface components {
             eventTypes: ("document.created" | "document.status_changed")[];
             enabled: boolean;
             /**
-             * @description "gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH
+             * @description "gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH; "admin": stopped by the gateway's operator, who alone can enable it again (a PATCH of `enabled` is then a 409)
              * @enum {string|null}
              */
-            disabledReason: "gone" | "failing" | "client" | null;
+            disabledReason: "gone" | "failing" | "client" | "admin" | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -975,10 +1415,10 @@ export interface components {
             eventTypes: ("document.created" | "document.status_changed")[];
             enabled: boolean;
             /**
-             * @description "gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH
+             * @description "gone": the receiver answered 410; "failing": no successful delivery for 5 days; "client": disabled by PATCH; "admin": stopped by the gateway's operator, who alone can enable it again (a PATCH of `enabled` is then a 409)
              * @enum {string|null}
              */
-            disabledReason: "gone" | "failing" | "client" | null;
+            disabledReason: "gone" | "failing" | "client" | "admin" | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -993,7 +1433,7 @@ export interface components {
             /** @description null clears it */
             description?: string | null;
             eventTypes?: ("document.created" | "document.status_changed")[];
-            /** @description false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason */
+            /** @description false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason but "admin" (a 409: only the operator lifts it) */
             enabled?: boolean;
         };
         DeliveryResponseDto: {
@@ -1215,10 +1655,930 @@ export interface operations {
             };
         };
     };
+    getAdminMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    listAdmins: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1 to 200 */
+                limit?: number;
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminPageDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    createAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAdminDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description DUPLICATE_ADMIN */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    getAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The administrator's id; an unknown id (or one that is not a UUID) is a 404 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    updateAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The administrator's id; an unknown id (or one that is not a UUID) is a 404 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateAdminDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    listAdminTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The administrator's id; an unknown id (or one that is not a UUID) is a 404 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminTokenListDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    createAdminToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The administrator's id; an unknown id (or one that is not a UUID) is a 404 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAdminTokenDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuedAdminTokenDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description INVALID_STATE_TRANSITION */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    revokeAdminToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token's id */
+                tokenId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminTokenDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1 to 200 */
+                limit?: number;
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                cursor?: string;
+                /** @description Only entries of this action */
+                action?: "api_key.created" | "api_key.revoked" | "api_key.rotated" | "webhook_event.applied" | "webhook_endpoint.enabled" | "webhook_endpoint.disabled" | "outbound_delivery.retried" | "admin.created" | "admin.updated" | "admin_token.created" | "admin_token.revoked" | "admin.signed_in" | "admin.sign_in_refused" | "admin.signed_out";
+                /** @description Only what this administrator did */
+                adminId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogPageDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: {
-                /** @description Only the keys of this source */
+                /** @description Items per page, 1 to 200 */
+                limit?: number;
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                cursor?: string;
+                /** @description Only those of this source */
                 source?: string;
             };
             header?: never;
@@ -1238,6 +2598,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -1317,6 +2687,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -1423,6 +2803,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description NOT_FOUND */
             404: {
                 headers: {
@@ -1503,6 +2893,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -1624,6 +3024,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description NOT_FOUND */
             404: {
                 headers: {
@@ -1711,91 +3121,17 @@ export interface operations {
             };
         };
     };
-    listAuditLog: {
-        parameters: {
-            query?: {
-                /** @description Items per page, 1 to 200 */
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AuditLogPageDto"];
-                };
-            };
-            /** @description UNAUTHORIZED */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDto"];
-                };
-            };
-            /** @description VALIDATION_ERROR */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDto"];
-                };
-            };
-            /** @description RATE_LIMITED */
-            429: {
-                headers: {
-                    /** @description RATE_LIMITED: seconds until the limit resets */
-                    "Retry-After": number;
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDto"];
-                };
-            };
-            431: components["responses"]["RequestHeaderFieldsTooLarge"];
-            /** @description INTERNAL_ERROR */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDto"];
-                };
-            };
-            /** @description SERVICE_UNAVAILABLE */
-            503: {
-                headers: {
-                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
-                    "Retry-After": number;
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDto"];
-                };
-            };
-        };
-    };
     listWebhookEvents: {
         parameters: {
             query?: {
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                cursor?: string;
                 /** @description Only events with this outcome */
                 status?: "applied" | "ignored" | "duplicate" | "unmatched" | "ambiguous";
+                /** @description Only events for this providerReference */
+                providerReference?: string;
             };
             header?: never;
             path?: never;
@@ -1814,6 +3150,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -1896,6 +3242,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -1994,7 +3350,11 @@ export interface operations {
     listAllWebhookEndpoints: {
         parameters: {
             query?: {
-                /** @description Only the keys of this source */
+                /** @description Items per page, 1 to 200 */
+                limit?: number;
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                cursor?: string;
+                /** @description Only those of this source */
                 source?: string;
             };
             header?: never;
@@ -2009,11 +3369,143 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AdminWebhookEndpointListDto"];
+                    "application/json": components["schemas"]["AdminWebhookEndpointPageDto"];
                 };
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    setWebhookEndpointEnabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetEndpointEnabledDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminWebhookEndpointDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -2074,8 +3566,14 @@ export interface operations {
             query?: {
                 source?: string;
                 status?: "pending" | "succeeded" | "failed";
+                /** @description true: only the deliveries that need a look, failed or still pending after a failed attempt (failing right now) */
+                attention?: boolean;
+                /** @description Only the deliveries of this document's events */
+                documentId?: string;
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -2089,11 +3587,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AdminDeliveryListDto"];
+                    "application/json": components["schemas"]["AdminDeliveryPageDto"];
                 };
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -2180,6 +3688,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description NOT_FOUND */
             404: {
                 headers: {
@@ -2212,6 +3730,378 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    listAllDocuments: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1 to 200 */
+                limit?: number;
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                cursor?: string;
+                /** @description Documents of this source (this or providerReference is required) */
+                source?: string;
+                /** @description Documents with this providerReference, of every source unless `source` is given */
+                providerReference?: string;
+                status?: "PENDING_PAYMENT" | "PAID" | "PAYMENT_FAILED" | "CANCELLED" | "REFUNDED";
+                type?: "INVOICE" | "CREDIT_NOTE" | "RECEIPT" | "TAX_RETURN";
+                /** @description With `source`: the document with this externalId */
+                externalId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminDocumentPageDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    getAnyDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The document's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminDocumentDetailDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    getDeliveryStats: {
+        parameters: {
+            query?: {
+                /** @description How many hours back, 1 to 48 */
+                hours?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryStatsDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description RATE_LIMITED: seconds until the limit resets */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description SERVICE_UNAVAILABLE: retry after 1 to 5 seconds, by cause */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+        };
+    };
+    getBankEventStats: {
+        parameters: {
+            query?: {
+                /** @description How many hours back, 1 to 48 */
+                hours?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BankEventStatsDto"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -3292,6 +5182,16 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description INVALID_STATE_TRANSITION */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

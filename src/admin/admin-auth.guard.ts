@@ -1,0 +1,85 @@
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../common/app-error';
+import { tokensMatch } from '../common/constant-time';
+import { hashOpaqueToken } from '../common/opaque-token';
+import { AppConfig } from '../config/app-config';
+import { AdminPrincipal, RequiresRole, ROLE_RANK } from './admin-actor';
+import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-failures.service';
+import { ADMIN_TOKEN } from './admin-token';
+import { ADMIN_TOKEN_PREFIX } from './admins.service';
+import { AdminsRepository } from './admins.repository';
+import { cookieValue, SESSION_COOKIE } from './admin-session';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+/**
+ * Every /admin REST call: who it is (the break-glass ADMIN_TOKEN, a personal `adm_tax_` token, or a console
+ * session cookie), whether the role allows the route (403 FORBIDDEN otherwise, nothing changed), and for a
+ * cookie-authenticated write the CSRF check (the page's own origin, or its CSRF token). Each credential is
+ * looked up in the database on every request, so a revoked token or a disabled admin stops at once on every
+ * instance. More than 10 failed attempts from one address within a minute are refused with 429.
+ */
+@Injectable()
+export class AdminAuthGuard implements CanActivate {
+  constructor(
+    @Inject(ADMIN_TOKEN) private readonly adminToken: string,
+    private readonly failures: AdminAuthFailuresService,
+    private readonly admins: AdminsRepository,
+    private readonly config: AppConfig,
+    private readonly reflector: Reflector,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    // Counted before the compare, so even the right credential is refused once the address is locked out.
+    const { failures, secondsLeft } = await this.failures.reserveAttempt(request.ip);
+    if (failures > MAX_FAILURES_PER_MINUTE) {
+      throw new AppError('RATE_LIMITED', 'Too many failed attempts from this address; try again later', undefined, { 'Retry-After': String(secondsLeft) });
+    }
+    const principal = await this.identify(request);
+    if (!principal) {
+      throw new AppError('UNAUTHORIZED', 'A valid admin credential is required: Authorization: Bearer <token>, or a console session');
+    }
+    await this.failures.forgive(request.ip);
+    if (principal.session && !SAFE_METHODS.has(request.method) && !this.passesCsrfCheck(request, principal.session.csrfToken)) {
+      throw new AppError('FORBIDDEN', 'A write with the console session must come from the console (its origin or its CSRF token)');
+    }
+    const required = this.reflector.get(RequiresRole, context.getHandler()) ?? (SAFE_METHODS.has(request.method) ? 'viewer' : 'admin');
+    if (ROLE_RANK[principal.role] < ROLE_RANK[required]) {
+      throw new AppError('FORBIDDEN', `This needs the ${required} role; yours is ${principal.role}`);
+    }
+    request.admin = principal;
+    return true;
+  }
+
+  private async identify(request: FastifyRequest): Promise<AdminPrincipal | null> {
+    const bearer = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
+    if (bearer) {
+      if (bearer.startsWith(ADMIN_TOKEN_PREFIX)) {
+        const admin = await this.admins.authenticateToken(hashOpaqueToken(bearer));
+        return admin && { actor: { type: 'token', adminId: admin.adminId, email: admin.email }, role: admin.role };
+      }
+      return tokensMatch(bearer, this.adminToken) ? { actor: { type: 'bootstrap', adminId: null, email: null }, role: 'admin' } : null;
+    }
+    const cookie = cookieValue(request.headers.cookie, SESSION_COOKIE);
+    if (!cookie) return null;
+    const session = await this.admins.authenticateSession(hashOpaqueToken(cookie), this.config.ADMIN_SESSION_IDLE_SECONDS);
+    return (
+      session && {
+        actor: { type: 'session', adminId: session.adminId, email: session.email },
+        role: session.role,
+        session: { id: session.sessionId, csrfToken: session.csrfToken },
+      }
+    );
+  }
+
+  /** The browser says where a write comes from (Origin), or the page proves it read its session's token. */
+  private passesCsrfCheck(request: FastifyRequest, csrfToken: string): boolean {
+    const presented = request.headers['x-csrf-token'];
+    if (typeof presented === 'string' && tokensMatch(presented, csrfToken)) return true;
+    const origin = request.headers.origin;
+    return typeof origin === 'string' && origin === `${request.protocol}://${request.host}`;
+  }
+}

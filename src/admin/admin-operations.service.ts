@@ -1,0 +1,74 @@
+import { Injectable } from '@nestjs/common';
+import { Database } from '../database/database';
+import { DocumentEventsService, DocumentEventView } from '../documents/document-events.service';
+import { DocumentsService } from '../documents/documents.service';
+import { DocumentResponseDto } from '../documents/dto/document-response.dto';
+import { BankEventView, PaymentsService } from '../documents/payments.service';
+import { AdminDeliveryDto } from '../outbound-webhooks/dto/delivery.dto';
+import { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto';
+import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service';
+import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service';
+import { AuditContext } from './admin-actor';
+import { AuditLogService } from './audit-log.service';
+
+/** At most this many of a document's deliveries are shown with it; the deliveries list pages through the rest. */
+const DOCUMENT_DELIVERIES = 50;
+
+export interface DocumentDetail {
+  document: DocumentResponseDto;
+  events: DocumentEventView[];
+  deliveries: AdminDeliveryDto[];
+  deliveriesNextCursor: string | null;
+}
+
+/**
+ * What operators do to a client's traffic (switch its push endpoint, retry a delivery, apply an ambiguous
+ * bank event) with the audit entry in the change's own transaction, and the read-only views across modules.
+ */
+@Injectable()
+export class AdminOperationsService {
+  constructor(
+    private readonly db: Database,
+    private readonly documents: DocumentsService,
+    private readonly events: DocumentEventsService,
+    private readonly payments: PaymentsService,
+    private readonly endpoints: WebhookEndpointsService,
+    private readonly deliveries: OutboundDeliveriesService,
+    private readonly audit: AuditLogService,
+  ) {}
+
+  setEndpointEnabled(context: AuditContext, id: string, enabled: boolean): Promise<AdminWebhookEndpointDto> {
+    return this.db.transaction(async (tx) => {
+      const endpoint = await this.endpoints.setEnabledByAdmin(tx, id, enabled);
+      await this.audit.record(tx, context, {
+        action: enabled ? 'webhook_endpoint.enabled' : 'webhook_endpoint.disabled',
+        target: { type: 'webhook_endpoint', id: endpoint.id },
+        source: endpoint.source,
+      });
+      return endpoint;
+    });
+  }
+
+  retryDelivery(context: AuditContext, id: string): Promise<AdminDeliveryDto> {
+    return this.db.transaction(async (tx) => {
+      const delivery = await this.deliveries.retryForAdmin(tx, id);
+      await this.audit.record(tx, context, { action: 'outbound_delivery.retried', target: { type: 'outbound_delivery', id: delivery.id }, source: delivery.source });
+      return delivery;
+    });
+  }
+
+  applyBankEvent(context: AuditContext, eventId: string, documentId: string): Promise<BankEventView> {
+    return this.db.transaction(async (tx) => {
+      const { event, document } = await this.payments.applyTo(tx, eventId, documentId);
+      await this.audit.record(tx, context, { action: 'webhook_event.applied', target: { type: 'webhook_event', id: eventId }, source: document.source });
+      return event;
+    });
+  }
+
+  /** A document of any source with its feed events and the push deliveries of those events. */
+  async document(id: string): Promise<DocumentDetail> {
+    const document = await this.documents.getForAdmin(id);
+    const [events, deliveries] = await Promise.all([this.events.ofDocument(id), this.deliveries.pageForAdmin({ documentId: id }, DOCUMENT_DELIVERIES)]);
+    return { document, events, deliveries: deliveries.data, deliveriesNextCursor: deliveries.nextCursor };
+  }
+}

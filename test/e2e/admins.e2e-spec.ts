@@ -1,0 +1,375 @@
+import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, uniqueSource } from '../support/factories';
+import { waitFor } from '../support/processes';
+import { startTestApp, TestApp } from '../support/test-app';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+type Method = 'GET' | 'POST' | 'PATCH';
+interface Token {
+  id: string;
+  token: string;
+}
+interface Admin {
+  id: string;
+  email: string;
+}
+
+const ENV = { OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '1h', OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '2' };
+
+/** Administrators as people (CONTRACT §4.1): accounts, roles, personal tokens, the audit trail, operators' tools. */
+describe('administrators (CONTRACT §4.1)', () => {
+  let t: TestApp;
+  let other: TestApp;
+  let receiver: WebhookReceiver;
+
+  const as = (credential: string, method: Method, url: string, payload?: object, app = t) =>
+    app.app.inject({ method, url, headers: { authorization: `Bearer ${credential}` }, payload, remoteAddress: '198.51.100.4' });
+  const bootstrap = (method: Method, url: string, payload?: object) =>
+    t.app.inject({ method, url, headers: adminHeaders, payload, remoteAddress: '198.51.100.1' });
+
+  const newAdmin = async (role: 'viewer' | 'operator' | 'admin', name?: string): Promise<Admin> => {
+    const res = await bootstrap('POST', '/admin/admins', { email: `${uniqueSource(role)}@example.com`, role, ...(name ? { name } : {}) });
+    expect(res.statusCode).toBe(201);
+    return res.json();
+  };
+  const tokenFor = async (admin: Admin): Promise<Token> => {
+    const res = await bootstrap('POST', `/admin/admins/${admin.id}/tokens`, { name: 'laptop' });
+    expect(res.statusCode).toBe(201);
+    return res.json();
+  };
+  const auditOf = async (adminId: string) => (await bootstrap('GET', `/admin/audit-log?adminId=${adminId}&limit=200`)).json().data as Array<Record<string, unknown>>;
+  const count = async (table: string) => Number((await t.db.query(`SELECT count(*) FROM ${table}`)).rows[0].count);
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: ENV });
+    // A second instance on the same database: what one revokes, the other must refuse at once.
+    other = await startTestApp({ env: ENV, databaseUrl: t.databaseUrl });
+    receiver = await new WebhookReceiver(() => ({ status: 500 })).start();
+  });
+  afterAll(async () => {
+    await receiver?.stop();
+    await other?.close();
+    await t?.close();
+  });
+
+  describe('accounts', () => {
+    it('creates an admin object, refuses a second account for the same email whatever its case, and reads and pages them', async () => {
+      const email = `${uniqueSource('ada')}@Example.com`;
+      const res = await bootstrap('POST', '/admin/admins', { email, role: 'operator', name: 'Ada' });
+      expect(res.statusCode).toBe(201);
+      const created = res.json();
+      expect(created).toEqual({ id: expect.any(String), email, name: 'Ada', role: 'operator', disabledAt: null, createdAt: expect.any(String), lastSeenAt: null });
+
+      const duplicate = await bootstrap('POST', '/admin/admins', { email: email.toUpperCase(), role: 'viewer' });
+      expect(duplicate.statusCode).toBe(409);
+      expect(duplicate.headers['content-type']).toContain('application/problem+json');
+      expect(duplicate.json().code).toBe('DUPLICATE_ADMIN');
+
+      for (const bad of [{ email, role: 'root' }, { email: 'not-an-email', role: 'viewer' }, { role: 'viewer' }, { email: 'x@example.com', role: 'viewer', extra: 1 }]) {
+        const refused = await bootstrap('POST', '/admin/admins', bad);
+        expect(refused.statusCode).toBe(422);
+        expect(refused.json().code).toBe('VALIDATION_ERROR');
+      }
+
+      expect((await bootstrap('GET', `/admin/admins/${created.id}`)).json()).toEqual(created);
+      expect((await bootstrap('GET', '/admin/admins/00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
+      expect((await bootstrap('GET', '/admin/admins/not-a-uuid')).statusCode).toBe(404);
+
+      await newAdmin('viewer');
+      await newAdmin('viewer');
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { data: Admin[]; nextCursor: string | null } = (await bootstrap('GET', `/admin/admins?limit=1${cursor ? `&cursor=${cursor}` : ''}`)).json();
+        expect(page.data.length).toBeLessThanOrEqual(1);
+        seen.push(...page.data.map((a) => a.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen.length).toBe(await count('admins'));
+      expect((await bootstrap('GET', '/admin/admins?cursor=bm9wZQ')).statusCode).toBe(422);
+    });
+
+    it('changes role and name, and audits each change with the admin who made it', async () => {
+      const boss = await newAdmin('admin');
+      const bossToken = await tokenFor(boss);
+      const target = await newAdmin('viewer');
+      const res = await as(bossToken.token, 'PATCH', `/admin/admins/${target.id}`, { role: 'operator', name: 'Grace' });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ id: target.id, role: 'operator', name: 'Grace', disabledAt: null });
+      expect((await as(bossToken.token, 'PATCH', `/admin/admins/${target.id}`, { name: null })).json().name).toBeNull();
+      expect((await as(bossToken.token, 'PATCH', `/admin/admins/${target.id}`, { role: 'god' })).statusCode).toBe(422);
+
+      const entries = await auditOf(boss.id);
+      expect(entries.map((e) => [e.action, e.targetType, e.targetId])).toEqual([
+        ['admin.updated', 'admin', target.id],
+        ['admin.updated', 'admin', target.id],
+      ]);
+      expect(entries[0]).toMatchObject({ actor: { type: 'token', adminId: boss.id, email: boss.email }, remoteAddress: '198.51.100.4' });
+    });
+  });
+
+  describe('personal tokens', () => {
+    it('are shown once with Cache-Control: no-store, stored only as a hash, and answer GET /admin/me with their admin', async () => {
+      const viewer = await newAdmin('viewer', 'Val');
+      const res = await bootstrap('POST', `/admin/admins/${viewer.id}/tokens`, { name: 'laptop' });
+      expect(res.statusCode).toBe(201);
+      expect(res.headers['cache-control']).toBe('no-store');
+      const issued = res.json();
+      expect(issued.token).toMatch(/^adm_tax_[0-9A-Za-z]{32,}$/);
+      expect(issued).toEqual({
+        id: expect.any(String),
+        adminId: viewer.id,
+        name: 'laptop',
+        prefix: issued.token.slice(0, 12),
+        last4: issued.token.slice(-4),
+        createdAt: expect.any(String),
+        expiresAt: null,
+        revokedAt: null,
+        lastUsedAt: null,
+        token: issued.token,
+      });
+      const stored = JSON.stringify((await t.db.query('SELECT * FROM admin_tokens WHERE id = $1', [issued.id])).rows);
+      expect(stored).not.toContain(issued.token);
+      expect(stored).not.toContain(issued.token.slice(12, -4));
+
+      const me = await as(issued.token, 'GET', '/admin/me');
+      expect(me.statusCode).toBe(200);
+      expect(me.json()).toEqual({ actor: { type: 'token', adminId: viewer.id, email: viewer.email }, role: 'viewer' });
+      expect((await bootstrap('GET', '/admin/me')).json()).toEqual({ actor: { type: 'bootstrap', adminId: null, email: null }, role: 'admin' });
+
+      const listed = (await bootstrap('GET', `/admin/admins/${viewer.id}/tokens`)).json().data;
+      expect(listed).toEqual([{ ...issued, token: undefined, lastUsedAt: expect.any(String) }].map(({ token: _t, ...rest }) => rest));
+      expect(JSON.stringify(listed)).not.toContain(issued.token);
+      expect((await bootstrap('GET', `/admin/admins/${viewer.id}`)).json().lastSeenAt).not.toBeNull();
+    });
+
+    it('are issued by an admin for anyone, by anyone else only for themself; each refusal is a 403 that changes nothing', async () => {
+      const viewer = await newAdmin('viewer');
+      const colleague = await newAdmin('operator');
+      const own = await tokenFor(viewer);
+      const tokensBefore = await count('admin_tokens');
+
+      const forOther = await as(own.token, 'POST', `/admin/admins/${colleague.id}/tokens`, {});
+      expect(forOther.statusCode).toBe(403);
+      expect(forOther.json().code).toBe('FORBIDDEN');
+      expect(await count('admin_tokens')).toBe(tokensBefore);
+
+      const second = await as(own.token, 'POST', `/admin/admins/${viewer.id}/tokens`, { expiresAt: new Date(Date.now() + 3600_000).toISOString() });
+      expect(second.statusCode).toBe(201);
+      const colleagueToken = await tokenFor(colleague);
+      expect((await as(own.token, 'POST', `/admin/admin-tokens/${colleagueToken.id}/revoke`)).statusCode).toBe(403);
+      const revoked = await as(own.token, 'POST', `/admin/admin-tokens/${second.json().id}/revoke`);
+      expect(revoked.statusCode).toBe(200);
+      expect(revoked.json().revokedAt).not.toBeNull();
+      expect((await as(second.json().token, 'GET', '/admin/me')).statusCode).toBe(401);
+      expect((await bootstrap('POST', `/admin/admins/${viewer.id}/tokens`, { expiresAt: '2001-01-01T00:00:00Z' })).statusCode).toBe(422);
+    });
+
+    it('stop on the very next request on every instance when revoked, or when their admin is disabled', async () => {
+      const operator = await newAdmin('operator');
+      const first = await tokenFor(operator);
+      const second = await tokenFor(operator);
+      expect((await as(first.token, 'GET', '/admin/me', undefined, other)).statusCode).toBe(200);
+
+      expect((await bootstrap('POST', `/admin/admin-tokens/${first.id}/revoke`)).statusCode).toBe(200);
+      const afterRevoke = await as(first.token, 'GET', '/admin/me', undefined, other);
+      expect(afterRevoke.statusCode).toBe(401);
+      expect(afterRevoke.json().code).toBe('UNAUTHORIZED');
+      expect((await as(second.token, 'GET', '/admin/me', undefined, other)).statusCode).toBe(200);
+
+      const disabled = await other.app.inject({ method: 'PATCH', url: `/admin/admins/${operator.id}`, headers: adminHeaders, payload: { disabled: true } });
+      expect(disabled.json().disabledAt).not.toBeNull();
+      expect((await as(second.token, 'GET', '/admin/me')).statusCode).toBe(401);
+      expect((await bootstrap('POST', `/admin/admins/${operator.id}/tokens`, {})).statusCode).toBe(409);
+
+      await bootstrap('PATCH', `/admin/admins/${operator.id}`, { disabled: false });
+      expect((await as(second.token, 'GET', '/admin/me', undefined, other)).statusCode).toBe(200);
+    });
+  });
+
+  describe('roles', () => {
+    it('let a viewer read everything and refuse each write with 403 FORBIDDEN, changing nothing and auditing nothing', async () => {
+      const viewer = await newAdmin('viewer');
+      const { token } = await tokenFor(viewer);
+      const key = await newSourceWithKey(t.app);
+      for (const url of ['/admin/api-keys', '/admin/admins', '/admin/audit-log', '/admin/webhook-events', '/admin/webhook-endpoints', '/admin/outbound-deliveries', `/admin/documents?source=${key.source}`, '/admin/stats/outbound-deliveries', '/admin/stats/webhook-events']) {
+        expect([url, (await as(token, 'GET', url)).statusCode]).toEqual([url, 200]);
+      }
+      const before = await Promise.all(['api_keys', 'admins', 'admin_audit_log', 'webhook_endpoints'].map(count));
+      const writes: Array<[Method, string, object?]> = [
+        ['POST', '/admin/api-keys', { source: uniqueSource() }],
+        ['POST', `/admin/api-keys/${key.id}/revoke`],
+        ['POST', `/admin/api-keys/${key.id}/rotate`, {}],
+        ['POST', '/admin/admins', { email: 'mallory@example.com', role: 'admin' }],
+        ['PATCH', `/admin/admins/${viewer.id}`, { role: 'admin' }],
+        ['PATCH', '/admin/webhook-endpoints/00000000-0000-4000-8000-000000000000', { enabled: false }],
+        ['POST', '/admin/outbound-deliveries/1/retry'],
+        ['POST', '/admin/webhook-events/evt_1/apply', { documentId: '00000000-0000-4000-8000-000000000000' }],
+      ];
+      for (const [method, url, payload] of writes) {
+        const res = await as(token, method, url, payload);
+        expect([method, url, res.statusCode, res.json().code]).toEqual([method, url, 403, 'FORBIDDEN']);
+        expect(res.headers['content-type']).toContain('application/problem+json');
+      }
+      expect(await Promise.all(['api_keys', 'admins', 'admin_audit_log', 'webhook_endpoints'].map(count))).toEqual(before);
+      expect((await as(token, 'GET', `/admin/api-keys/${key.id}`)).json().status).toBe('ACTIVE');
+    });
+
+    it("let an operator stop and resume a client's endpoint (which the client cannot undo) and retry deliveries, but not manage keys", async () => {
+      const operator = await newAdmin('operator');
+      const { token } = await tokenFor(operator);
+      const key = await newSourceWithKey(t.app);
+      expect((await as(token, 'POST', '/admin/api-keys', { source: key.source })).statusCode).toBe(403);
+
+      const endpoint = await registerEndpoint(key);
+      const stopped = await as(token, 'PATCH', `/admin/webhook-endpoints/${endpoint.id}`, { enabled: false });
+      expect(stopped.statusCode).toBe(200);
+      expect(stopped.json()).toMatchObject({ id: endpoint.id, source: key.source, enabled: false, disabledReason: 'admin' });
+      expect(JSON.stringify(stopped.json())).not.toContain(endpoint.secret);
+
+      const client = (method: 'GET' | 'PATCH', payload?: object) =>
+        t.app.inject({ method, url: `/api/v1/webhook-endpoints/${endpoint.id}`, headers: { 'x-api-key': key.key }, payload });
+      expect((await client('GET')).json()).toMatchObject({ enabled: false, disabledReason: 'admin' });
+      const clientTry = await client('PATCH', { enabled: true });
+      expect(clientTry.statusCode).toBe(409);
+      expect(clientTry.json().code).toBe('INVALID_STATE_TRANSITION');
+      expect((await client('PATCH', { description: 'still editable' })).statusCode).toBe(200);
+      expect((await client('GET')).json()).toMatchObject({ enabled: false, disabledReason: 'admin', description: 'still editable' });
+
+      const resumed = await as(token, 'PATCH', `/admin/webhook-endpoints/${endpoint.id}`, { enabled: true });
+      expect(resumed.json()).toMatchObject({ enabled: true, disabledReason: null });
+      expect((await as(token, 'PATCH', `/admin/webhook-endpoints/${endpoint.id}`, { enabled: 'no' })).statusCode).toBe(422);
+      expect((await as(token, 'PATCH', '/admin/webhook-endpoints/00000000-0000-4000-8000-000000000000', { enabled: false })).statusCode).toBe(404);
+
+      const document = await createDocument(key);
+      const failing = await waitFor(async () => {
+        const page = (await as(token, 'GET', `/admin/outbound-deliveries?attention=true&source=${key.source}`)).json();
+        return page.data[0];
+      }, 'a delivery that is failing right now');
+      expect(failing).toMatchObject({ status: 'pending', eventType: 'document.created', documentId: document.id, source: key.source, endpointId: endpoint.id });
+      expect(failing.attempts).toBeGreaterThan(0);
+      const retried = await as(token, 'POST', `/admin/outbound-deliveries/${failing.id}/retry`);
+      expect(retried.statusCode).toBe(202);
+      expect(retried.json()).toMatchObject({ id: failing.id, documentId: document.id });
+
+      const entries = await auditOf(operator.id);
+      expect(entries.map((e) => [e.action, e.targetType, e.targetId, e.source])).toEqual([
+        ['outbound_delivery.retried', 'outbound_delivery', failing.id, key.source],
+        ['webhook_endpoint.enabled', 'webhook_endpoint', endpoint.id, key.source],
+        ['webhook_endpoint.disabled', 'webhook_endpoint', endpoint.id, key.source],
+      ]);
+    });
+  });
+
+  describe('the audit log', () => {
+    it('names the actor of every entry and pages through all of them, newest first, by action or by admin', async () => {
+      const boss = await newAdmin('admin');
+      const { token } = await tokenFor(boss);
+      const source = uniqueSource('audited');
+      for (let i = 0; i < 5; i++) expect((await as(token, 'POST', '/admin/api-keys', { source, name: `k${i}` })).statusCode).toBe(201);
+
+      const pages: Array<Array<Record<string, unknown>>> = [];
+      let cursor: string | null = null;
+      do {
+        const res = await bootstrap('GET', `/admin/audit-log?adminId=${boss.id}&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(res.statusCode).toBe(200);
+        pages.push(res.json().data);
+        cursor = res.json().nextCursor;
+      } while (cursor);
+      expect(pages.map((p) => p.length)).toEqual([2, 2, 1]);
+      const entries = pages.flat();
+      expect(entries.every((e) => e.action === 'api_key.created' && e.source === source)).toBe(true);
+      expect(entries.map((e) => Number(e.id))).toEqual([...entries.map((e) => Number(e.id))].sort((a, b) => b - a));
+      expect(entries[0]).toEqual({
+        id: expect.any(String),
+        action: 'api_key.created',
+        actor: { type: 'token', adminId: boss.id, email: boss.email },
+        targetType: 'api_key',
+        targetId: expect.any(String),
+        keyId: entries[0].targetId,
+        source,
+        remoteAddress: '198.51.100.4',
+        createdAt: expect.any(String),
+      });
+
+      const created = (await bootstrap('GET', '/admin/audit-log?action=admin.created&limit=200')).json().data;
+      expect(created.length).toBeGreaterThan(0);
+      expect(created.every((e: { action: string }) => e.action === 'admin.created')).toBe(true);
+      expect(created.find((e: { targetId: string }) => e.targetId === boss.id)).toMatchObject({ actor: { type: 'bootstrap', adminId: null, email: null } });
+      for (const query of ['action=nope', 'adminId=1', 'cursor=xyz', 'limit=201']) expect((await bootstrap('GET', `/admin/audit-log?${query}`)).statusCode).toBe(422);
+    });
+  });
+
+  describe("operators' views", () => {
+    it('page every list with limit and cursor, and filter keys, endpoints and deliveries by source', async () => {
+      const key = await newSourceWithKey(t.app);
+      for (let i = 0; i < 2; i++) await bootstrap('POST', '/admin/api-keys', { source: key.source });
+      for (let i = 0; i < 3; i++) await registerEndpoint(key);
+      for (const list of ['/admin/api-keys', '/admin/webhook-endpoints']) {
+        const first = (await bootstrap('GET', `${list}?source=${key.source}&limit=2`)).json();
+        expect([list, first.data.length, typeof first.nextCursor]).toEqual([list, 2, 'string']);
+        const rest = (await bootstrap('GET', `${list}?source=${key.source}&limit=2&cursor=${first.nextCursor}`)).json();
+        const ids = [...first.data, ...rest.data].map((row: { id: string; source: string }) => row.id);
+        expect(new Set(ids).size).toBe(ids.length);
+        expect([...first.data, ...rest.data].every((row: { source: string }) => row.source === key.source)).toBe(true);
+        expect((await bootstrap('GET', `${list}?cursor=${first.nextCursor}x`)).statusCode).toBe(422);
+      }
+      for (const list of ['/admin/webhook-events', '/admin/outbound-deliveries', '/admin/admins', '/admin/audit-log']) {
+        const page = (await bootstrap('GET', `${list}?limit=1`)).json();
+        expect([list, Object.keys(page).sort()]).toEqual([list, ['data', 'nextCursor']]);
+      }
+    });
+
+    it("show a source's documents, one by providerReference across sources, and a document with its events and deliveries (read-only)", async () => {
+      const key = await newSourceWithKey(t.app);
+      const endpoint = await registerEndpoint(key);
+      const reference = `PAY-${uniqueSource('ref')}`;
+      const document = await createDocument(key, { providerReference: reference });
+      await createDocument(key);
+
+      expect((await bootstrap('GET', '/admin/documents')).statusCode).toBe(422);
+      const bySource = (await bootstrap('GET', `/admin/documents?source=${key.source}&limit=1`)).json();
+      expect(bySource.data).toHaveLength(1);
+      expect(bySource.nextCursor).toEqual(expect.any(String));
+      const byReference = (await bootstrap('GET', `/admin/documents?providerReference=${reference}`)).json();
+      expect(byReference.data.map((d: { id: string }) => d.id)).toEqual([document.id]);
+
+      await waitFor(async () => (await bootstrap('GET', `/admin/documents/${document.id}`)).json().deliveries[0]?.attempts > 0, 'the first attempt');
+      const detail = (await bootstrap('GET', `/admin/documents/${document.id}`)).json();
+      expect(detail.document).toMatchObject({ id: document.id, source: key.source, providerReference: reference, status: 'PENDING_PAYMENT' });
+      expect(detail.events).toEqual([expect.objectContaining({ type: 'document.created', documentId: document.id, previousStatus: null })]);
+      expect(detail.deliveries).toEqual([expect.objectContaining({ endpointId: endpoint.id, documentId: document.id, eventId: detail.events[0].id })]);
+      expect(detail.deliveriesNextCursor).toBeNull();
+      const ofDocument = (await bootstrap('GET', `/admin/outbound-deliveries?documentId=${document.id}`)).json().data;
+      expect(ofDocument.map((d: { id: string }) => d.id)).toEqual(detail.deliveries.map((d: { id: string }) => d.id));
+      expect((await bootstrap('GET', '/admin/documents/00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
+    });
+
+    it('count push attempts and bank events per bucket for the charts', async () => {
+      await waitFor(async () => receiver.messages.length > 0, 'a push attempt');
+      const deliveries = (await bootstrap('GET', '/admin/stats/outbound-deliveries?hours=1')).json();
+      expect(deliveries.bucketMinutes).toBe(1);
+      expect(deliveries.data.reduce((sum: number, b: { failed: number }) => sum + b.failed, 0)).toBeGreaterThan(0);
+      expect(deliveries.data[0]).toEqual({ at: expect.any(String), succeeded: expect.any(Number), failed: expect.any(Number) });
+      expect((await bootstrap('GET', '/admin/stats/webhook-events?hours=24')).json()).toEqual({ bucketMinutes: 8, data: expect.any(Array) });
+      expect((await bootstrap('GET', '/admin/stats/webhook-events?hours=49')).statusCode).toBe(422);
+    });
+  });
+
+  async function registerEndpoint(key: IssuedKey): Promise<{ id: string; secret: string }> {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/webhook-endpoints',
+      headers: { 'x-api-key': key.key, 'x-idempotency-key': newIdempotencyKey() },
+      payload: { url: receiver.url },
+    });
+    expect(res.statusCode).toBe(201);
+    return res.json();
+  }
+
+  async function createDocument(key: IssuedKey, overrides: Record<string, unknown> = {}): Promise<{ id: string }> {
+    const res = await postDocument(t.app, key.key, documentBody(key.source, overrides));
+    expect(res.statusCode).toBe(201);
+    return res.json();
+  }
+});
