@@ -18,3 +18,25 @@ export function cookieValue(header: string | undefined, name: string): string | 
 export function sessionCookie(value: string, maxAgeSeconds: number, secure: boolean): string {
   return [`${SESSION_COOKIE}=${value}`, 'Path=/admin', `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Strict', ...(secure ? ['Secure'] : [])].join('; ');
 }
+
+/** Binds a sign-in's `state` to the browser that started it, for the ten minutes a sign-in may take. */
+export const LOGIN_COOKIE = 'tdg_admin_login';
+
+/**
+ * SameSite=Lax, not Strict: the provider sends the browser back with a cross-site navigation, on which a
+ * Strict cookie would not be sent. It carries only the state, which is worth nothing without the browser.
+ */
+export function loginCookie(state: string, secure: boolean, maxAgeSeconds = 600): string {
+  return [`${LOGIN_COOKIE}=${state}`, 'Path=/admin/auth', `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax', ...(secure ? ['Secure'] : [])].join('; ');
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
+
+/**
+ * Secure, unless the console is reached over plain HTTP on a loopback address (a local trial), where a
+ * browser would drop a Secure cookie and nobody else can listen in. Plain HTTP anywhere else still gets
+ * Secure cookies: single sign-on then simply does not work until TLS is in front.
+ */
+export function cookiesMustBeSecure(protocol: string, hostname: string): boolean {
+  return protocol !== 'http' || !LOOPBACK_HOSTS.has(hostname);
+}

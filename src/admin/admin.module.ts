@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { DocumentsModule } from '../documents/documents.module';
 import { OutboundWebhooksModule } from '../outbound-webhooks/outbound-webhooks.module';
+import { AdminAuthController } from './admin-auth.controller';
 import { AdminApiKeysController } from './admin-api-keys.controller';
 import { AdminApiKeysService } from './admin-api-keys.service';
 import { AdminAuthFailuresRepository } from './admin-auth-failures.repository';
@@ -10,6 +11,7 @@ import { AdminAuthGuard } from './admin-auth.guard';
 import { AdminConsoleController, RootRedirectController } from './admin-console.controller';
 import { AdminOperationsController } from './admin-operations.controller';
 import { AdminOperationsService } from './admin-operations.service';
+import { AdminSsoService } from './admin-sso.service';
 import { adminTokenProvider } from './admin-token';
 import { AdminsController } from './admins.controller';
 import { AdminsRepository } from './admins.repository';
@@ -21,7 +23,7 @@ import { ConsoleAssets } from './console-assets';
 /** Administration: people and their roles, API keys, the audit log, operators' view of the traffic, the console. */
 @Module({
   imports: [AuthModule, DocumentsModule, OutboundWebhooksModule],
-  controllers: [AdminConsoleController, RootRedirectController, AdminsController, AdminApiKeysController, AdminOperationsController],
+  controllers: [AdminConsoleController, RootRedirectController, AdminAuthController, AdminsController, AdminApiKeysController, AdminOperationsController],
   providers: [
     adminTokenProvider,
     AdminAuthGuard,
@@ -31,6 +33,7 @@ import { ConsoleAssets } from './console-assets';
     AdminsService,
     AdminApiKeysService,
     AdminOperationsService,
+    AdminSsoService,
     AuditLogRepository,
     AuditLogService,
     ConsoleAssets,

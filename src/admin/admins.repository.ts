@@ -115,6 +115,7 @@ const AUTHENTICATE_SESSION = sql(
       WHERE admins.id = found.admin_id AND (found.last_seen_at IS NULL OR found.last_seen_at < now() - interval '1 minute'))
    SELECT session_id AS "sessionId", csrf_token AS "csrfToken", admin_id AS "adminId", email, role FROM found`,
 );
+const END_SESSIONS_OF = sql('admin-session-end-all', 'UPDATE admin_sessions SET ended_at = now() WHERE admin_id = $1 AND ended_at IS NULL');
 const END_SESSION = sql('admin-session-end', 'UPDATE admin_sessions SET ended_at = now() WHERE id = $1 AND ended_at IS NULL');
 const PURGE_SESSIONS = sql('admin-session-purge', `DELETE FROM admin_sessions WHERE expires_at < now() - interval '1 day'`);
 
@@ -189,6 +190,10 @@ export class AdminsRepository {
 
   async endSession(tx: Transaction, id: string): Promise<void> {
     await tx.query(END_SESSION, [id]);
+  }
+
+  async endSessionsOf(tx: Transaction, adminId: string): Promise<void> {
+    await tx.query(END_SESSIONS_OF, [adminId]);
   }
 
   async insertLogin(login: { state: string; nonce: string; codeVerifier: string }): Promise<void> {

@@ -64,11 +64,16 @@ export class AdminsService {
     return toAdminView(await this.find(id));
   }
 
-  /** A disabled admin's tokens and sessions stop on the next request: each is checked against the account every time. */
+  /**
+   * A disabled admin's tokens and sessions stop on the next request: each is checked against the account
+   * every time. Disabling also ends the admin's console sessions for good; enabling the account again
+   * brings back its tokens (revoke those separately), never a session.
+   */
   update(context: AuditContext, id: string, change: { role?: AdminRole; name?: string | null; disabled?: boolean }): Promise<AdminView> {
     return this.db.transaction(async (tx) => {
       await this.find(id, tx);
       const admin = await this.admins.update(tx, id, change);
+      if (change.disabled) await this.admins.endSessionsOf(tx, id);
       await this.audit.record(tx, context, { action: 'admin.updated', target: { type: 'admin', id } });
       return toAdminView(admin);
     });

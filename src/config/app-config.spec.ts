@@ -93,4 +93,30 @@ describe('loadConfig', () => {
       'DATABASE_URL must be a postgres:// or postgresql:// connection URL',
     ]);
   });
+
+  describe('single sign-on', () => {
+    const oidc = { OIDC_ISSUER_URL: 'https://login.example.com/realms/ops', OIDC_CLIENT_ID: 'gateway', OIDC_CLIENT_SECRET: 'a-secret-value' };
+
+    it('takes all three settings, or none', () => {
+      expect(problemsOf(oidc)).toEqual([]);
+      expect(problemsOf({})).toEqual([]);
+      expect(problemsOf({ OIDC_ISSUER_URL: oidc.OIDC_ISSUER_URL, OIDC_CLIENT_ID: 'gateway' })).toEqual([
+        'OIDC_ISSUER_URL, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together (or none of them)',
+      ]);
+    });
+
+    it('speaks HTTPS to the provider, plain HTTP only on a loopback address', () => {
+      expect(problemsOf({ ...oidc, OIDC_ISSUER_URL: 'http://localhost:8080' })).toEqual([]);
+      expect(problemsOf({ ...oidc, OIDC_ISSUER_URL: 'http://127.0.0.1:8080/realm' })).toEqual([]);
+      expect(problemsOf({ ...oidc, OIDC_ISSUER_URL: 'http://login.example.com' })).toEqual([
+        'OIDC_ISSUER_URL must be an https:// URL (http:// only for a provider on a loopback address)',
+      ]);
+    });
+
+    it('never echoes the client secret', () => {
+      const problems = problemsOf({ OIDC_CLIENT_SECRET: 'a-secret-value' });
+      expect(problems).toHaveLength(1);
+      expect(problems.join(' ')).not.toContain('a-secret-value');
+    });
+  });
 });

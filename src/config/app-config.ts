@@ -281,6 +281,26 @@ export function configVariables(): string[] {
   return [...new Set([...Object.keys(new AppConfig()), ...validated])];
 }
 
+/**
+ * Single sign-on is all three OIDC settings or none, and the issuer speaks HTTPS: plain HTTP only to a
+ * provider on this machine (a local trial), since the ID token and the client secret travel over it.
+ */
+function oidcProblems(config: AppConfig): string[] {
+  const set = [config.OIDC_ISSUER_URL, config.OIDC_CLIENT_ID, config.OIDC_CLIENT_SECRET].filter((value) => value !== undefined).length;
+  if (set !== 0 && set !== 3) return ['OIDC_ISSUER_URL, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together (or none of them)'];
+  if (config.OIDC_ISSUER_URL && !isHttpsOrLoopback(config.OIDC_ISSUER_URL)) return ['OIDC_ISSUER_URL must be an https:// URL (http:// only for a provider on a loopback address)'];
+  return [];
+}
+
+function isHttpsOrLoopback(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'https:' || (url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname));
+  } catch {
+    return false;
+  }
+}
+
 /** Reads the known variables from `env`; an empty string counts as unset. Throws ConfigValidationError. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const names = new Set(configVariables());
@@ -295,6 +315,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     // Node refuses to start a server with this combination.
     problems.push('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');
   }
+  problems.push(...oidcProblems(config));
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return config;
 }

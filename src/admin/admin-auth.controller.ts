@@ -1,0 +1,84 @@
+import { Controller, Get, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { ApiExcludeEndpoint, ApiCookieAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../common/app-error';
+import { ApiProblems } from '../common/problem.dto';
+import { ADMIN_SESSION_SCHEME } from '../openapi/api-description';
+import { AdminContext, RequiresRole } from './admin-actor';
+import type { AdminPrincipal, AuditContext } from './admin-actor';
+import { AdminAuthGuard } from './admin-auth.guard';
+import { cookiesMustBeSecure, cookieValue, loginCookie, LOGIN_COOKIE, sessionCookie } from './admin-session';
+import { AdminSsoService } from './admin-sso.service';
+
+class AuthConfigDto {
+  @ApiProperty({ description: 'Whether the console offers single sign-on (OIDC_ISSUER_URL, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set)' })
+  sso: boolean;
+}
+
+/**
+ * The console's single sign-on: /login sends the browser to the OpenID provider, /callback brings it
+ * back with a session cookie, /logout ends the session. Cookies are Secure unless the gateway is
+ * reached over plain HTTP on a loopback address, where browsers would not keep a Secure cookie.
+ */
+@ApiTags('admin')
+@Controller('admin/auth')
+export class AdminAuthController {
+  constructor(private readonly sso: AdminSsoService) {}
+
+  @Get('config')
+  @ApiOperation({ operationId: 'getAdminAuthConfig', summary: 'How the console signs in', description: 'Public: whether single sign-on is configured.' })
+  @ApiOkResponse({ type: AuthConfigDto })
+  config(): AuthConfigDto {
+    return { sso: this.sso.enabled };
+  }
+
+  @Get('login')
+  @ApiExcludeEndpoint()
+  async login(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (!this.sso.enabled) throw new AppError('NOT_FOUND', 'Single sign-on is not configured');
+    const { url, state } = await this.sso.start(callbackUrl(request));
+    await reply.header('Set-Cookie', loginCookie(state, isSecure(request))).header('Cache-Control', 'no-store').redirect(url, 302);
+  }
+
+  @Get('callback')
+  @ApiExcludeEndpoint()
+  async callback(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (!this.sso.enabled) throw new AppError('NOT_FOUND', 'Single sign-on is not configured');
+    const url = new URL(request.url, callbackUrl(request));
+    const outcome = await this.sso.finish(url, cookieValue(request.headers.cookie, LOGIN_COOKIE), { remoteAddress: request.ip });
+    const secure = isSecure(request);
+    const cookies = [loginCookie('', secure, 0)];
+    if (outcome.kind === 'signed_in') cookies.push(sessionCookie(outcome.sessionToken, outcome.maxAgeSeconds, secure));
+    await reply
+      .header('Set-Cookie', cookies)
+      .header('Cache-Control', 'no-store')
+      .redirect(outcome.kind === 'signed_in' ? '/admin' : '/admin?signin=refused', 302);
+  }
+
+  @Post('logout')
+  @HttpCode(204)
+  @UseGuards(AdminAuthGuard)
+  @RequiresRole('viewer')
+  @ApiCookieAuth(ADMIN_SESSION_SCHEME)
+  @ApiOperation({
+    operationId: 'signOutAdmin',
+    summary: 'Sign out of the console',
+    description: 'Ends the console session (on every instance at once) and clears its cookie; with a token, there is no session and nothing changes. Audited.',
+  })
+  @ApiNoContentResponse({ description: 'Signed out' })
+  @ApiProblems('UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE')
+  async logout(@AdminContext() principal: AdminPrincipal & AuditContext, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<void> {
+    if (!principal.session) return;
+    await this.sso.signOut(principal, principal.session.id);
+    reply.header('Set-Cookie', sessionCookie('', 0, isSecure(request)));
+  }
+}
+
+/** Where the provider sends the browser back: this gateway as the browser reached it (behind trusted proxies, as they say). */
+function callbackUrl(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}/admin/auth/callback`;
+}
+
+function isSecure(request: FastifyRequest): boolean {
+  return cookiesMustBeSecure(request.protocol, request.hostname);
+}
