@@ -4,7 +4,7 @@ import { PinoLogger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
 import { useLeanAsyncResourceBind } from './common/async-resource-bind';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
-import { answerClientError, answerFrameworkError } from './common/http-layer-errors';
+import { answerClientError, answerFrameworkError, trackResponses } from './common/http-layer-errors';
 import { limitConnectionsPerClient } from './common/connection-limits';
 import { KnownRoutes } from './common/known-routes';
 import { TrustedProxies } from './common/trusted-proxies';
@@ -70,6 +70,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
   fastify.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+  trackResponses(fastify.server);
   limitConnectionsPerClient(fastify.server, config.HTTP_MAX_CONNECTIONS_PER_CLIENT, trustedProxies);
   registerSecurityHeaders(fastify, { contentSecurityPolicy: { directives: DEFAULT_CSP }, frameguard: { action: 'deny' } });
   // The bank webhook verifies a signature over its raw bytes, whatever their media type.

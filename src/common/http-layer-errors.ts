@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { AppError } from './app-error';
 import { ErrorCode } from './error-codes';
@@ -26,13 +27,32 @@ function clientErrorCode(error: NodeJS.ErrnoException): [ErrorCode, string] {
   return ['MALFORMED_REQUEST', 'The request is not valid HTTP'];
 }
 
+/** Each connection's responses under way (pipelined requests may have several): a refusal must not be written into one. */
+const responding = new WeakMap<Socket, Set<ServerResponse>>();
+
+/** Keeps `responding` through the server's documented events, from each request to its response's close. */
+export function trackResponses(server: Server): void {
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    let responses = responding.get(request.socket);
+    if (!responses) responding.set(request.socket, (responses = new Set()));
+    responses.add(response);
+    response.once('close', () => responses.delete(response));
+  });
+}
+
+/** Whether any response on this connection has begun: bytes written after that would corrupt it. */
+function responseStarted(socket: Socket): boolean {
+  for (const response of responding.get(socket) ?? []) if (response.headersSent) return true;
+  return false;
+}
+
 /**
  * Node's own refusals (malformed or conflicting headers, headers too large, a request that took too
  * long to arrive): written to the socket, which is then closed, since the stream cannot be trusted.
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  if (!socket.writable || (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+  if (!socket.writable || responseStarted(socket)) {
     // A response was already started on this socket: nothing sane can be added to it.
     socket.destroy(error);
     return;

@@ -292,6 +292,14 @@ describe('hardening: the HTTP layer on a real socket', () => {
     expectProblem(raw, 431);
   });
 
+  it('answers garbage pipelined behind a request whose answer has not begun with one clean 400, and goes on serving', async () => {
+    const raw = await rawExchange(port, ['GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nNOT HTTP AT ALL\r\n\r\n']);
+    expectProblem(raw, 400);
+    expect(raw.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
+    const after = await rawExchange(port, ['GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']);
+    expect(parseRawResponse(after).status).toBe(200);
+  });
+
   it('answers conflicting Content-Length headers with 400 problem+json', async () => {
     const raw = await rawExchange(port, ['POST /api/v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}']);
     const res = expectProblem(raw, 400);
