@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -97,7 +98,7 @@ describe('the database failing under load', () => {
     }
     await t.close();
     await cluster.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await removeDataDir(dataDir);
   });
 
   it('answers only 503s, never a 500, while PostgreSQL restarts (fast shutdown), and loses nothing acknowledged', async () => {

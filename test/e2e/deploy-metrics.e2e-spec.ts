@@ -11,7 +11,8 @@ describe('deployment monitoring against a running gateway', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await startTestApp({ env: { METRICS_TOKEN } });
+    // As deployed with more than one instance: the shared rate limit's gauge exists only with REDIS_URL.
+    t = await startTestApp({ env: { METRICS_TOKEN, REDIS_URL: `redis://127.0.0.1:${process.env.TEST_REDIS_PORT ?? 6379}` } });
   });
   afterAll(() => t.close());
 

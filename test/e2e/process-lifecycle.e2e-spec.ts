@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,7 +40,7 @@ describe('the gateway process', () => {
   const running: Spawned[] = [];
   // Generated secrets go to DATA_DIR: a directory of the test's own unless the test names one, never the checkout.
   const scratch = mkdtempSync(join(tmpdir(), 'gateway-lifecycle-'));
-  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+  afterAll(() => removeDataDir(scratch));
   const launch = (env: NodeJS.ProcessEnv, ownProcessGroup = false) => {
     const spawned = startGateway({ DATA_DIR: scratch, ...env }, ownProcessGroup);
     running.push(spawned);

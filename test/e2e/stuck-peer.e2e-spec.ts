@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Database } from '../../src/database/database';
@@ -152,7 +153,7 @@ describe('a PostgreSQL that stops answering', () => {
     for (const pid of frozen) process.kill(pid, 'SIGCONT');
     await t.close();
     await cluster.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await removeDataDir(dataDir);
   });
 
   it('answers 503 within the statement timeout plus a margin instead of hanging, stays ready, and recovers', async () => {
