@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import { decodeKeysetCursor, encodeKeysetCursor } from '../common/cursor';
+import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
 import { displayParts, generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token';
 import { isUuid } from '../common/validation';
 import { Database, Transaction } from '../database/database';
@@ -55,9 +55,8 @@ export class AdminsService {
 
   async page(cursor: string | undefined, limit: number): Promise<{ data: AdminView[]; nextCursor: string | null }> {
     const rows = await this.admins.page(cursor ? decodeKeysetCursor('m', cursor, 'cursor') : null, limit + 1);
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    return { data: page.map(toAdminView), nextCursor: rows.length > limit && last ? encodeKeysetCursor('m', last.position, last.id) : null };
+    const page = pageOf(rows, limit, (last) => encodeKeysetCursor('m', last.position, last.id));
+    return { data: page.rows.map(toAdminView), nextCursor: page.nextCursor };
   }
 
   async get(id: string): Promise<AdminView> {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { decodeCursor, encodeCursor } from '../common/cursor';
+import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { Transaction } from '../database/database';
 import { Actor, AuditContext } from './admin-actor';
 import { ActorType, AuditAction } from './audit-log.entity';
@@ -48,8 +48,8 @@ export class AuditLogService {
   async page(filter: { cursor?: string; action?: AuditAction; adminId?: string }, limit: number): Promise<{ data: AuditEntryView[]; nextCursor: string | null }> {
     const before = filter.cursor ? decodeCursor('a', filter.cursor, 'cursor') : undefined;
     const rows = await this.entries.page({ before, action: filter.action, adminId: filter.adminId }, limit + 1);
-    const page = rows.slice(0, limit);
-    return { data: page.map(view), nextCursor: rows.length > limit ? encodeCursor('a', page.at(-1)!.id) : null };
+    const page = pageOf(rows, limit, (last) => encodeCursor('a', last.id));
+    return { data: page.rows.map(view), nextCursor: page.nextCursor };
   }
 }
 

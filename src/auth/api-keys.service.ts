@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import { decodeKeysetCursor, encodeKeysetCursor } from '../common/cursor';
+import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { Database, Queryable, Transaction } from '../database/database';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format';
@@ -61,9 +61,7 @@ export class ApiKeysService {
   /** Newest first, `limit` per page; `cursor` the nextCursor of the page before. */
   async page(filter: { source?: string; cursor?: string }, limit: number): Promise<{ rows: ApiKeyRow[]; nextCursor: string | null }> {
     const rows = await this.keys.page(filter.source, filter.cursor ? decodeKeysetCursor('k', filter.cursor, 'cursor') : null, limit + 1);
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    return { rows: page, nextCursor: rows.length > limit && last ? encodeKeysetCursor('k', last.position, last.id) : null };
+    return pageOf(rows, limit, (last) => encodeKeysetCursor('k', last.position, last.id));
   }
 
   /** `lockIn` locks the key (FOR UPDATE) in that transaction. */

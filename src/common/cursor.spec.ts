@@ -1,5 +1,5 @@
 import { AppError } from './app-error';
-import { decodeCursor, encodeCursor } from './cursor';
+import { decodeCursor, encodeCursor, pageOf } from './cursor';
 
 describe('cursors', () => {
   it('decode what they encode, up to the bigint maximum', () => {
@@ -23,5 +23,18 @@ describe('cursors', () => {
     }
     expect(thrown).toBeInstanceOf(AppError);
     expect((thrown as AppError).errors).toEqual([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
+  });
+});
+
+describe('pageOf', () => {
+  const cursorOf = (last: number) => `after-${last}`;
+
+  it('keeps `limit` rows and names the last one when a row was left over', () => {
+    expect(pageOf([5, 4, 3], 2, cursorOf)).toEqual({ rows: [5, 4], nextCursor: 'after-4' });
+  });
+
+  it('has no next page when the rows fit', () => {
+    expect(pageOf([5, 4], 2, cursorOf)).toEqual({ rows: [5, 4], nextCursor: null });
+    expect(pageOf([], 2, cursorOf)).toEqual({ rows: [], nextCursor: null });
   });
 });

@@ -55,3 +55,12 @@ export function decodeKeysetCursor(kind: string, cursor: string, parameter: stri
   if (!valid) throw AppError.validation([{ field: parameter, message: 'is not a cursor this API returned' }]);
   return { position, id };
 }
+
+/**
+ * A page out of the `limit + 1` rows a list asked for: the first `limit`, and when a row was left over,
+ * the cursor of the page's last row (the next page starts after it).
+ */
+export function pageOf<R>(rows: R[], limit: number, cursorOf: (last: R) => string): { rows: R[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  return { rows: page, nextCursor: rows.length > limit ? cursorOf(page[page.length - 1]) : null };
+}

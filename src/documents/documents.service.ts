@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { AppError } from '../common/app-error';
-import { decodeCursor, encodeCursor } from '../common/cursor';
+import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { Database, Transaction } from '../database/database';
 import { AnswerInAdvance, IdempotentOperation, InAdvanceOutcome, TRANSACTION_TIME } from '../idempotency/idempotent-operation';
@@ -81,8 +81,8 @@ export class DocumentsService {
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const before = query.cursor ? decodeCursor('d', query.cursor, 'cursor') : undefined;
     const rows = await this.documents.page(key.source, { status: query.status, type: query.type, externalId: query.externalId, before }, limit + 1);
-    const page = rows.slice(0, limit);
-    return { data: page.map(toDocumentResponse), nextCursor: rows.length > limit ? encodeCursor('d', page[page.length - 1].seq) : null };
+    const page = pageOf(rows, limit, (last) => encodeCursor('d', last.seq));
+    return { data: page.rows.map(toDocumentResponse), nextCursor: page.nextCursor };
   }
 
   /**
@@ -96,8 +96,8 @@ export class DocumentsService {
     if (filter.providerReference) rows = await this.documents.pageByProviderReference(filter.providerReference, filter.source, rest, limit + 1);
     else if (filter.source) rows = await this.documents.page(filter.source, { ...rest, externalId: filter.externalId }, limit + 1);
     else throw AppError.validation([{ field: 'source', message: 'give a source or a providerReference' }]);
-    const page = rows.slice(0, limit);
-    return { data: page.map(toDocumentResponse), nextCursor: rows.length > limit ? encodeCursor('d', page[page.length - 1].seq) : null };
+    const page = pageOf(rows, limit, (last) => encodeCursor('d', last.seq));
+    return { data: page.rows.map(toDocumentResponse), nextCursor: page.nextCursor };
   }
 
   /** Any source's document, for administrators. */

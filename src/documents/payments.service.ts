@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { AppError } from '../common/app-error';
-import { decodeCursor, encodeCursor } from '../common/cursor';
+import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { Transaction } from '../database/database';
 import { MetricsService } from '../metrics/metrics.service';
@@ -95,8 +95,8 @@ export class PaymentsService {
   async page(filter: { outcome?: BankEventOutcome; cursor?: string; providerReference?: string }, limit: number): Promise<{ data: BankEventView[]; nextCursor: string | null }> {
     const before = filter.cursor ? decodeCursor('w', filter.cursor, 'cursor') : undefined;
     const rows = await this.payments.page({ outcome: filter.outcome, before, providerReference: filter.providerReference }, limit + 1);
-    const page = rows.slice(0, limit);
-    return { data: page.map(toBankEventView), nextCursor: rows.length > limit ? encodeCursor('w', page.at(-1)!.position) : null };
+    const page = pageOf(rows, limit, (last) => encodeCursor('w', last.position));
+    return { data: page.rows.map(toBankEventView), nextCursor: page.nextCursor };
   }
 
   /** Bank events of the last `hours` hours by outcome, in buckets of `bucketMinutes` (the console's chart). */

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import { decodeCursor, encodeCursor, isBigintPosition } from '../common/cursor';
+import { decodeCursor, encodeCursor, isBigintPosition, pageOf } from '../common/cursor';
 import { Database, Queryable, Transaction } from '../database/database';
 import { DocumentEventsService } from '../documents/document-events.service';
 import { DeliveryWorker } from './delivery-worker';
@@ -26,8 +26,8 @@ export class OutboundDeliveriesService {
     const limit = query.limit ?? 20;
     const before = query.cursor ? decodeCursor('d', query.cursor, 'cursor') : undefined;
     const rows = await this.deliveries.page(endpointId, { status: query.status, before }, limit + 1);
-    const page = rows.slice(0, limit);
-    return { data: page.map(toDeliveryResponse), nextCursor: rows.length > limit ? encodeCursor('d', page.at(-1)!.id) : null };
+    const page = pageOf(rows, limit, (last) => encodeCursor('d', last.id));
+    return { data: page.rows.map(toDeliveryResponse), nextCursor: page.nextCursor };
   }
 
   /** A failed or pending delivery is attempted again at once, from the start of the retry schedule. */
@@ -49,12 +49,9 @@ export class OutboundDeliveriesService {
     const before = query.cursor ? decodeCursor('d', query.cursor, 'cursor') : undefined;
     const eventIds = query.documentId ? (await this.events.ofDocument(query.documentId)).map((event) => event.id) : undefined;
     const rows = await this.deliveries.pageForAdmin({ ...query, eventIds, before }, limit + 1);
-    const page = rows.slice(0, limit);
-    const documents = await this.events.documentsOf(page.map((row) => row.eventId));
-    return {
-      data: page.map((row) => toAdminDelivery(row, row.endpointUrl, documents)),
-      nextCursor: rows.length > limit ? encodeCursor('d', page.at(-1)!.id) : null,
-    };
+    const page = pageOf(rows, limit, (last) => encodeCursor('d', last.id));
+    const documents = await this.events.documentsOf(page.rows.map((row) => row.eventId));
+    return { data: page.rows.map((row) => toAdminDelivery(row, row.endpointUrl, documents)), nextCursor: page.nextCursor };
   }
 
   /** An administrator's Retry: any source, but still only a failed or pending delivery; in `tx`, where the caller records who did it. */

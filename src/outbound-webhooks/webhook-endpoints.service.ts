@@ -1,6 +1,6 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import { decodeKeysetCursor, encodeKeysetCursor } from '../common/cursor';
+import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { Database, Queryable, Transaction } from '../database/database';
@@ -91,12 +91,8 @@ export class WebhookEndpointsService implements OnModuleInit {
 
   async pageForAdmin(filter: { source?: string; cursor?: string }, limit: number): Promise<{ data: AdminWebhookEndpointDto[]; nextCursor: string | null }> {
     const rows = await this.endpoints.pageForAdmin(filter.source, filter.cursor ? decodeKeysetCursor('w', filter.cursor, 'cursor') : null, limit + 1);
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    return {
-      data: page.map((endpoint) => ({ source: endpoint.source, ...toEndpointResponse(endpoint) })),
-      nextCursor: rows.length > limit && last ? encodeKeysetCursor('w', last.position, last.id) : null,
-    };
+    const page = pageOf(rows, limit, (last) => encodeKeysetCursor('w', last.position, last.id));
+    return { data: page.rows.map((endpoint) => ({ source: endpoint.source, ...toEndpointResponse(endpoint) })), nextCursor: page.nextCursor };
   }
 
   /**
