@@ -20,17 +20,18 @@ export interface FeedRow {
  * skip an event whose transaction commits late. So each event carries its transaction id (column default
  * pg_current_xact_id()), the feed is ordered by (xid, id), and only events of transactions older than
  * every transaction still running are returned: nothing can appear later before the cursor. $2 null with
- * $3 an event id: a legacy cursor, resumed after that event's position.
+ * $3 an event id: a legacy cursor, resumed after that event's position. The ORDER BY names the table's
+ * columns: a bare `xid` would be the text of the select list, which sorts 1000 before 999.
  */
 const PAGE = sql(
   'document-event-page',
-  `SELECT id, type, document_id AS "documentId", status, previous_status AS "previousStatus", created_at AS "createdAt",
-          xid::text AS xid
-     FROM document_events
-    WHERE source = $1
-      AND xid < pg_snapshot_xmin(pg_current_snapshot())
-      AND (xid, id) > (COALESCE($2::xid8, (SELECT e.xid FROM document_events e WHERE e.id = $3::bigint), '0'::xid8), $3::bigint)
-    ORDER BY xid, id
+  `SELECT e.id, e.type, e.document_id AS "documentId", e.status, e.previous_status AS "previousStatus", e.created_at AS "createdAt",
+          e.xid::text AS xid
+     FROM document_events e
+    WHERE e.source = $1
+      AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+      AND (e.xid, e.id) > (COALESCE($2::xid8, (SELECT c.xid FROM document_events c WHERE c.id = $3::bigint), '0'::xid8), $3::bigint)
+    ORDER BY e.xid, e.id
     LIMIT $4`,
 );
 
