@@ -76,11 +76,16 @@ export function rateLimitMessage(error) {
   return `Too many failed admin sign-ins from this address: the gateway refuses admin requests for now. Try again ${wait}.`;
 }
 
+/** `text` ending with a full stop, so that another sentence can follow it. */
+export function sentence(text) {
+  return /[.!?]$/.test(text) ? text : `${text}.`;
+}
+
 /** What to tell a person about a failed call: the gateway's own words (never a stack trace; it sends none). */
 export function explain(error) {
   if (error.status === 429) return rateLimitMessage(error);
   const fields = (error.errors ?? []).map((e) => `${FIELD_LABELS[e.field] ?? e.field}: ${e.message}`);
-  return fields.length ? `${error.message} ${fields.join('; ')}` : error.message;
+  return fields.length ? `${sentence(error.message)} ${sentence(fields.join('; '))}` : sentence(error.message);
 }
 
 export function fieldLabel(field) {

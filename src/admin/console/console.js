@@ -1,7 +1,7 @@
 // Admin console for the Tax Document Gateway: plain browser JavaScript modules, no build step.
 // This one signs in and out, shows who is signed in, switches sections and searches by source; the
 // sections live in keys.js, operations.js, documents.js, people.js and charts.js.
-import { api, can, forgetToken, keepToken, onUnauthorized, rateLimitMessage, session, storedToken } from './api.js';
+import { api, can, explain, forgetToken, keepToken, onUnauthorized, rateLimitMessage, session, storedToken } from './api.js';
 import { $, announce, clearSecret, el, forgetSources, hide, notify, search, setBusy, showAlert } from './dom.js';
 import { loadOverview, resetOverview } from './charts.js';
 import { openDocument, refreshDocuments, resetDocuments } from './documents.js';
@@ -286,7 +286,7 @@ $('sign-out').addEventListener('click', async () => {
     } catch (error) {
       // Still signed in on the gateway's side: saying otherwise would leave the session open unnoticed.
       if (error.status !== 401) {
-        notify(`Signing out failed: ${error.message} The session is still open; try again.`, 'error');
+        notify(`Signing out failed: ${explain(error)} The session is still open; try again.`, 'error');
         return;
       }
     } finally {
