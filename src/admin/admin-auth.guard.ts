@@ -13,6 +13,7 @@ import { AdminsRepository } from './admins.repository';
 import { cookieValue, SESSION_COOKIE } from './admin-session';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
+const UNAUTHORIZED_DETAIL = 'A valid admin credential is required: Authorization: Bearer <token>, or a console session';
 
 /**
  * Every /admin REST call: who it is (the break-glass ADMIN_TOKEN, a personal `adm_tax_` token, or a console
@@ -33,6 +34,11 @@ export class AdminAuthGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
+    // A request without any credential guesses nothing (the console asks for its session on every load, signed
+    // in or not), so it is refused without counting against the address's lockout.
+    if (!/^Bearer \S+$/.test(request.headers.authorization ?? '') && !cookieValue(request.headers.cookie, SESSION_COOKIE)) {
+      throw new AppError('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
+    }
     // Counted before the compare, so even the right credential is refused once the address is locked out.
     const { failures, secondsLeft } = await this.failures.reserveAttempt(request.ip);
     if (failures > MAX_FAILURES_PER_MINUTE) {
@@ -40,7 +46,7 @@ export class AdminAuthGuard implements CanActivate {
     }
     const principal = await this.identify(request);
     if (!principal) {
-      throw new AppError('UNAUTHORIZED', 'A valid admin credential is required: Authorization: Bearer <token>, or a console session');
+      throw new AppError('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
     }
     await this.failures.forgive(request.ip);
     if (principal.session && !SAFE_METHODS.has(request.method) && !this.passesCsrfCheck(request, principal.session.csrfToken)) {

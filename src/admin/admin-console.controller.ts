@@ -1,6 +1,8 @@
-import { applyDecorators, Controller, Get, Header, Redirect } from '@nestjs/common';
+import { applyDecorators, Controller, Get, Header, Redirect, Req } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { ConsoleAssets } from './console-assets';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../common/app-error';
+import { ConsoleAssets, CONSOLE_SCRIPTS } from './console-assets';
 
 /**
  * The page may run only the script and style files served below: no inline code, no framing, no
@@ -45,10 +47,13 @@ export class AdminConsoleController {
     return this.assets.html;
   }
 
-  @Get('console.js')
+  /** One static route per module (no `:name` parameter, which would answer for every other /admin/<x>). */
+  @Get([...CONSOLE_SCRIPTS])
   @ConsoleResponse('text/javascript; charset=utf-8')
-  script(): string {
-    return this.assets.script;
+  script(@Req() request: FastifyRequest): string {
+    const script = this.assets.script(request.routeOptions.url?.split('/').pop() ?? '');
+    if (script === undefined) throw new AppError('NOT_FOUND', 'No such console file');
+    return script;
   }
 
   @Get('console.css')

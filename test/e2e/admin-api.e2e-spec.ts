@@ -62,6 +62,22 @@ describe('admin REST endpoints (CONTRACT §4)', () => {
       expect((await admin('GET', '/admin/api-keys', undefined, '10.9.9.10')).statusCode).toBe(200);
     });
 
+    it('does not count a request without any credential (the console asking for its session) against the lockout', async () => {
+      const visitor = '10.9.7.6';
+      const failures = async () => Number((await t.db.query('SELECT coalesce(sum(failures), 0) AS n FROM admin_auth_failures WHERE remote_address = $1', [visitor])).rows[0].n);
+      for (let i = 0; i < 15; i++) {
+        const res = await t.app.inject({ method: 'GET', url: '/admin/me', remoteAddress: visitor });
+        expect(res.statusCode).toBe(401);
+        expect(res.json()).toMatchObject({ code: 'UNAUTHORIZED' });
+      }
+      expect(await failures()).toBe(0);
+      expect((await admin('GET', '/admin/me', undefined, visitor)).statusCode).toBe(200);
+      // A session cookie that is no longer good is a credential: it counts like a wrong token.
+      const stale = await t.app.inject({ method: 'GET', url: '/admin/me', headers: { cookie: 'tdg_admin_session=gone' }, remoteAddress: visitor });
+      expect(stale.statusCode).toBe(401);
+      expect(await failures()).toBe(1);
+    });
+
     it('holds the limit against parallel guesses, and a right token does not count as a failure', async () => {
       const attacker = '10.9.8.7';
       const guesses = await Promise.all(

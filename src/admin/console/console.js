@@ -1,230 +1,246 @@
-// Admin console for the Tax Document Gateway. Plain browser JavaScript, no build step.
-// Every value from the API is rendered as text (textContent / Text nodes), never as HTML; the page's
-// Trusted Types policy makes any `innerHTML = string` throw, so a slip here fails loudly.
+// Admin console for the Tax Document Gateway: plain browser JavaScript modules, no build step.
+// This one signs in and out, shows who is signed in, switches sections and searches by source; the
+// sections live in keys.js, operations.js, documents.js, people.js and charts.js.
+import { api, can, explain, forgetToken, keepToken, onUnauthorized, rateLimitMessage, session, storedToken } from './api.js';
+import { $, announce, clearSecret, el, forgetSources, hide, notify, search, setBusy, showAlert } from './dom.js';
+import { loadOverview, resetOverview } from './charts.js';
+import { openDocument, refreshDocuments, resetDocuments } from './documents.js';
+import { keys } from './keys.js';
+import { bankEvents, deliveries, endpoints } from './operations.js';
+import { loadAdmins, loadAudit, loadMyTokens, resetPeople } from './people.js';
 
-// sessionStorage: scoped to this tab and gone when it closes. Never a cookie or a URL, so the token is
-// not sent anywhere by the browser on its own and does not end up in history or logs.
-const TOKEN_STORAGE_KEY = 'tdg.adminToken';
-const AUDIT_LIMIT = 50;
-const WEBHOOK_EVENTS_LIMIT = 50;
-const DELIVERIES_LIMIT = 50;
-const FIELD_LABELS = { source: 'Source', name: 'Name', expiresAt: 'Expires', gracePeriodSeconds: 'Grace period' };
+const REFUSED_SSO =
+  'Single sign-on did not sign you in: your account is not an enabled administrator of this gateway, or the sign-in was cancelled. ' +
+  'Ask an administrator for access, or sign in with a token.';
 
-const $ = (id) => document.getElementById(id);
+/** Each section: what showing it loads, and the least role that sees it. */
+const VIEWS = {
+  overview: { load: loadOverview },
+  deliveries: { load: () => deliveries.reload() },
+  endpoints: { load: () => endpoints.reload() },
+  // A search is asked for, not repeated on every visit: coming back keeps the results and the open document.
+  documents: { load: () => undefined, refresh: refreshDocuments },
+  'bank-events': { load: () => bankEvents.reload() },
+  keys: { load: () => keys.reload() },
+  audit: { load: loadAudit },
+  admins: { load: loadAdmins, role: 'admin' },
+  'my-tokens': { load: loadMyTokens },
+};
 
-let token = sessionStorage.getItem(TOKEN_STORAGE_KEY);
-let keys = [];
-/** The key the open dialog acts on. */
-let dialogKey = null;
+let current = null;
 
-class ApiError extends Error {
-  constructor(status, detail, errors = [], retryAfter = null) {
-    super(detail);
-    this.status = status;
-    this.errors = errors;
-    this.retryAfter = retryAfter;
+function allowed(name) {
+  const view = VIEWS[name];
+  if (!view || !can(view.role ?? 'viewer')) return false;
+  return name !== 'my-tokens' || Boolean(session.me?.actor.adminId);
+}
+
+function viewFromHash() {
+  const name = location.hash.slice(1);
+  return allowed(name) ? name : 'overview';
+}
+
+/** Shows one section and loads its data fresh. */
+function show(name) {
+  current = name;
+  for (const view of document.querySelectorAll('.view')) view.hidden = view.dataset.view !== name;
+  for (const link of document.querySelectorAll('[data-nav]')) {
+    if (link.dataset.nav === name) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
   }
+  hide($('notice'));
+  return VIEWS[name].load();
 }
 
-// ---------------------------------------------------------------------------------------------------
-// DOM helpers
-// ---------------------------------------------------------------------------------------------------
+window.addEventListener('hashchange', () => {
+  if (session.me) show(viewFromHash());
+});
 
-/** createElement with attributes; string children become Text nodes, so nothing is parsed as markup. */
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (name === 'class') node.className = value;
-    else node.setAttribute(name, value === true ? '' : String(value));
-  }
-  for (const child of children.flat()) if (child !== null && child !== undefined) node.append(child);
-  return node;
-}
-
-function pad(n) {
-  return String(n).padStart(2, '0');
-}
-
-/** Times in UTC, like the API and the logs, so what an admin sees matches what operators grep for. */
-function formatTime(iso) {
-  const d = new Date(iso);
-  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())} UTC`;
-}
-
-function timeEl(iso) {
-  return el('time', { datetime: iso, title: iso }, formatTime(iso));
-}
-
-function muted(text) {
-  return el('span', { class: 'muted' }, text);
-}
-
-function keyLabel(key) {
-  return `${key.prefix}…${key.last4}`;
-}
-
-function setBusy(button, busy) {
-  button.disabled = busy;
-  button.setAttribute('aria-busy', String(busy));
-}
-
-function hide(node) {
-  node.hidden = true;
-  node.replaceChildren();
-}
-
-// ---------------------------------------------------------------------------------------------------
-// API
-// ---------------------------------------------------------------------------------------------------
-
-async function api(method, path, body) {
-  const init = {
-    method,
-    headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
-    cache: 'no-store',
-    credentials: 'omit',
-  };
-  if (body !== undefined) {
-    init.headers['Content-Type'] = 'application/json';
-    init.body = JSON.stringify(body);
-  }
-  let response;
-  try {
-    response = await fetch(path, init);
-  } catch {
-    throw new ApiError(0, 'The gateway could not be reached. Check the connection and try again.');
-  }
-  const payload = await response.json().catch(() => null);
-  if (response.ok) return payload;
-  const detail = typeof payload?.detail === 'string' ? payload.detail : `The request failed (HTTP ${response.status}).`;
-  const errors = Array.isArray(payload?.errors) ? payload.errors : [];
-  throw new ApiError(response.status, detail, errors, response.headers.get('Retry-After'));
-}
-
-function rateLimitMessage(error) {
-  const wait = error.retryAfter ? `in ${error.retryAfter} seconds` : 'in a minute';
-  return `Too many failed admin sign-ins from this address: the gateway refuses admin requests for now. Try again ${wait}.`;
-}
-
-/**
- * Shows a failed call next to what caused it. A 401 means the token is no longer good for anything,
- * so it ends the session instead.
- */
-function showFailure(error, box, form) {
-  if (error.status === 401) {
-    signOut('The gateway did not accept the admin token (401), so you were signed out. Sign in again to continue.');
-    return;
-  }
-  const message = error.status === 429 ? rateLimitMessage(error) : error.message;
-  const items = (error.errors ?? []).map((e) =>
-    el('li', { 'data-field': e.field }, `${FIELD_LABELS[e.field] ?? e.field}: ${e.message}`),
-  );
-  box.replaceChildren(el('p', {}, message), items.length ? el('ul', {}, items) : null);
-  box.hidden = false;
-  if (form) markInvalid(form, error.errors ?? []);
-}
-
-function markInvalid(form, errors) {
-  const invalid = new Set(errors.map((e) => e.field));
-  for (const input of form.querySelectorAll('input, select')) {
-    if (invalid.has(input.name)) input.setAttribute('aria-invalid', 'true');
-    else input.removeAttribute('aria-invalid');
-  }
-}
-
-/** Editing a field the gateway refused takes back that field's error, and the box once none is left. */
-function clearFixedField(form, box) {
-  form.addEventListener('input', (event) => {
-    const input = event.target;
-    if (input.getAttribute('aria-invalid') !== 'true') return;
-    input.removeAttribute('aria-invalid');
-    box.querySelector(`li[data-field="${CSS.escape(input.name)}"]`)?.remove();
-    if (!form.querySelector('[aria-invalid="true"]')) hide(box);
+// The link of the section already shown changes no hash; it reloads the section instead.
+for (const link of document.querySelectorAll('[data-nav]')) {
+  link.addEventListener('click', () => {
+    if (session.me && link.dataset.nav === current) show(current);
   });
 }
 
-function notify(message, kind = 'success') {
-  const notice = $('notice');
-  notice.className = `alert alert-${kind}`;
-  notice.setAttribute('role', kind === 'error' ? 'alert' : 'status');
-  notice.replaceChildren(el('p', {}, message));
-  notice.hidden = false;
+for (const button of document.querySelectorAll('[data-refresh]')) {
+  button.addEventListener('click', async () => {
+    const view = VIEWS[button.dataset.refresh];
+    setBusy(button, true);
+    try {
+      await (view.refresh ?? view.load)();
+    } finally {
+      setBusy(button, false);
+    }
+  });
 }
 
+/** Overview tiles lead to the list they count, with its filter set. */
+$('tile-attention').addEventListener('click', () => {
+  $('filter-delivery-status').value = 'attention';
+});
+$('tile-ambiguous').addEventListener('click', () => {
+  $('filter-outcome').value = 'ambiguous';
+  $('filter-reference').value = '';
+});
+
+/** Any document link (a delivery's, a bank event's) opens the document in the Documents section. */
+document.addEventListener('click', (event) => {
+  const link = event.target.closest('a[data-document-id]');
+  if (!link) return;
+  event.preventDefault();
+  if (current !== 'documents') location.hash = '#documents';
+  openDocument(link.dataset.documentId);
+});
+
 // ---------------------------------------------------------------------------------------------------
-// Session
+// Search by source: keys, endpoints and deliveries of one source
 // ---------------------------------------------------------------------------------------------------
 
-function showConsole() {
+function countText(list, one, many) {
+  const n = list.items.length;
+  return `${n}${list.nextCursor ? '+' : ''} ${n === 1 && !list.nextCursor ? one : many}`;
+}
+
+function renderSearchState() {
+  const active = Boolean(search.source);
+  $('search-summary').hidden = !active;
+  for (const chip of document.querySelectorAll('[data-source-chip]')) {
+    chip.hidden = !active;
+    chip.replaceChildren(
+      ...(active
+        ? [
+            'Only the source ',
+            el('strong', {}, search.source),
+            ' ',
+            el('button', { type: 'button', class: 'link-button', 'data-clear-search': '' }, 'Show every source'),
+          ]
+        : []),
+    );
+  }
+  if (!active) return;
+  const filter = $('filter-delivery-status');
+  $('search-summary-source').textContent = search.source;
+  $('search-summary-keys').textContent = countText(keys, 'API key', 'API keys');
+  $('search-summary-endpoints').textContent = countText(endpoints, 'client endpoint', 'client endpoints');
+  $('search-summary-deliveries').textContent = `${countText(deliveries, 'push delivery', 'push deliveries')} (${filter.selectedOptions[0].textContent.toLowerCase()})`;
+}
+
+async function applySearch(source) {
+  search.source = source;
+  $('search-source').value = source;
+  await Promise.all([keys.reload(), endpoints.reload(), deliveries.reload()]);
+  renderSearchState();
+  if (source && session.me) announce(`Source ${source}: ${$('search-summary-keys').textContent}, ${$('search-summary-endpoints').textContent}, ${$('search-summary-deliveries').textContent}.`);
+}
+
+// The API's rule for a source, checked here too so that a typo gets one message rather than three failed lists.
+const SOURCE_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
+
+$('search-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const input = $('search-source');
+  const source = input.value.trim().toLowerCase();
+  if (source && !SOURCE_PATTERN.test(source)) {
+    input.setAttribute('aria-invalid', 'true');
+    notify(`“${source}” is not a source: a source is 2–63 characters of a–z, 0–9 and -, starting with a letter or digit.`, 'error');
+    input.focus();
+    return;
+  }
+  input.removeAttribute('aria-invalid');
+  hide($('notice'));
+  applySearch(source);
+});
+
+document.addEventListener('click', (event) => {
+  if (event.target.closest('#search-clear, [data-clear-search]')) applySearch('');
+});
+
+// The summary's figures follow the lists when they are reloaded or paged on their own.
+for (const list of [keys, endpoints, deliveries]) list.onRender = renderSearchState;
+
+// ---------------------------------------------------------------------------------------------------
+// Signing in and out
+// ---------------------------------------------------------------------------------------------------
+
+const ACTOR_LABEL = { bootstrap: 'ADMIN_TOKEN (break-glass)' };
+const SIGNED_IN_WITH = { bootstrap: 'the break-glass ADMIN_TOKEN', token: 'a personal token', session: 'single sign-on' };
+
+/** Shows the console for `me` (the answer of GET /admin/me), with what the role may not do hidden. */
+function enter(me) {
+  session.me = me;
+  session.csrfToken = me.actor.type === 'session' ? (me.csrfToken ?? null) : null;
+  $('who').textContent = me.actor.email ?? ACTOR_LABEL[me.actor.type] ?? me.actor.type;
+  $('whoami').title = `Signed in with ${SIGNED_IN_WITH[me.actor.type] ?? me.actor.type}`;
+  $('role').textContent = me.role;
+  $('role').className = `badge role-badge role-${me.role}`;
+  for (const node of document.querySelectorAll('[data-min-role]')) node.hidden = !can(node.dataset.minRole);
+  $('nav-my-tokens-item').hidden = !me.actor.adminId;
+  $('whoami').hidden = false;
   $('sign-in-view').hidden = true;
   $('console-view').hidden = false;
   $('sign-out').hidden = false;
+  return show(viewFromHash());
 }
 
-function signOut(message) {
-  token = null;
-  sessionStorage.removeItem(TOKEN_STORAGE_KEY);
-  keys = [];
+async function ssoEnabled() {
+  try {
+    const response = await fetch('/admin/auth/config', { credentials: 'omit', cache: 'no-store', headers: { Accept: 'application/json' } });
+    // Until a gateway has the single sign-on routes, their absence (404) means the same as `sso: false`.
+    if (!response.ok) return false;
+    return (await response.json())?.sso === true;
+  } catch {
+    return false;
+  }
+}
+
+let ssoPromise = null;
+
+async function showSignIn(message) {
+  $('console-view').hidden = true;
+  $('sign-out').hidden = true;
+  $('whoami').hidden = true;
+  // Asked once, when a sign-in is first needed; the form appears with its single sign-on link or without.
+  ssoPromise ??= ssoEnabled();
+  const sso = await ssoPromise;
+  $('sso').hidden = !sso;
+  const box = $('sign-in-message');
+  if (message) showAlert(box, message);
+  else hide(box);
+  $('sign-in-view').hidden = false;
+  (sso ? $('sso-link') : $('token')).focus();
+}
+
+/** Forgets everything the signed-in administrator saw, then shows the sign-in. */
+function leave(message) {
+  if (session.token) forgetToken();
+  session.token = null;
+  session.csrfToken = null;
+  session.me = null;
+  current = null;
   for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close();
   clearSecret();
-  renderKeys();
-  $('audit-body').replaceChildren();
-  $('webhooks-body').replaceChildren();
-  $('push-endpoints-body').replaceChildren();
-  $('push-deliveries-body').replaceChildren();
+  search.source = '';
+  $('search-source').value = '';
+  renderSearchState();
+  forgetSources();
+  for (const list of [keys, deliveries, endpoints, bankEvents]) list.clear();
+  resetDocuments();
+  resetPeople();
+  resetOverview();
   hide($('notice'));
   hide($('issue-error'));
   $('issue-form').reset();
-  $('console-view').hidden = true;
-  $('sign-out').hidden = true;
-  $('sign-in-view').hidden = false;
-  const box = $('sign-in-message');
-  if (message) {
-    box.replaceChildren(el('p', {}, message));
-    box.hidden = false;
-  } else {
-    hide(box);
-  }
-  $('token').focus();
+  return showSignIn(message);
 }
 
-function webhookEventsPath() {
-  const outcome = $('filter-outcome').value;
-  return `/admin/webhook-events?limit=${WEBHOOK_EVENTS_LIMIT}${outcome ? `&status=${encodeURIComponent(outcome)}` : ''}`;
-}
-
-async function loadAll() {
-  const [list, audit, webhookEvents, endpoints, deliveries] = await Promise.all([
-    api('GET', '/admin/api-keys'),
-    api('GET', `/admin/audit-log?limit=${AUDIT_LIMIT}`),
-    api('GET', webhookEventsPath()),
-    api('GET', '/admin/webhook-endpoints'),
-    api('GET', deliveriesPath()),
-  ]);
-  keys = list.data;
-  renderKeys();
-  renderAudit(audit.data);
-  renderWebhookEvents(webhookEvents.data);
-  renderEndpoints(endpoints.data);
-  renderDeliveries(deliveries.data);
-}
-
-/** One request decides whether the token is good, so a wrong one counts once against the lockout. */
-async function loadWithToken() {
-  await api('GET', '/admin/audit-log?limit=1');
-  await loadAll();
-}
-
-/** Reloads after a change; a failure here must not hide that the change itself went through. */
-async function reload(load = loadAll) {
-  try {
-    await load();
-  } catch (error) {
-    if (error.status === 401) showFailure(error);
-    else notify(`The lists could not be refreshed: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
-  }
-}
+onUnauthorized(() => {
+  leave(
+    session.token
+      ? 'The gateway did not accept the admin token (401), so you were signed out. Sign in again to continue.'
+      : 'Your console session has ended (401), so you were signed out. Sign in again to continue.',
+  );
+});
 
 $('sign-in-form').addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -232,465 +248,78 @@ $('sign-in-form').addEventListener('submit', async (event) => {
   const box = $('sign-in-message');
   const value = input.value.trim();
   if (!value) {
-    box.replaceChildren(el('p', {}, 'Enter the admin token.'));
-    box.hidden = false;
+    showAlert(box, 'Enter the admin token.');
     input.focus();
     return;
   }
   const button = event.submitter ?? event.target.querySelector('button[type="submit"]');
   setBusy(button, true);
-  token = value;
+  session.token = value;
   try {
-    await loadWithToken();
-    sessionStorage.setItem(TOKEN_STORAGE_KEY, value);
+    // One request decides whether the token is good, so a wrong one counts once against the lockout.
+    const me = await api('GET', '/admin/me');
+    keepToken(value);
     input.value = '';
     hide(box);
-    showConsole();
-    $('issue-source').focus();
+    await enter(me);
   } catch (error) {
-    token = null;
+    session.token = null;
     const message =
       error.status === 401
-        ? 'This admin token was not accepted. Check the value of ADMIN_TOKEN and try again.'
+        ? 'This admin token was not accepted. Check it (a personal adm_tax_… token, or ADMIN_TOKEN) and try again.'
         : error.status === 429
           ? rateLimitMessage(error)
           : error.message;
-    box.replaceChildren(el('p', {}, message));
-    box.hidden = false;
+    showAlert(box, message);
     input.select();
   } finally {
     setBusy(button, false);
   }
 });
 
-$('sign-out').addEventListener('click', () => signOut());
-
-// ---------------------------------------------------------------------------------------------------
-// Keys
-// ---------------------------------------------------------------------------------------------------
-
-const STATUS_CLASS = { ACTIVE: 'badge-active', REVOKED: 'badge-revoked', EXPIRED: 'badge-expired' };
-
-function statusCell(key) {
-  const badge = el('span', { class: `badge ${STATUS_CLASS[key.status] ?? ''}`, 'data-testid': 'key-status' }, key.status);
-  // An active key with a revocation time is a rotated key in its grace period.
-  const note = key.status === 'ACTIVE' && key.revokedAt ? el('span', { class: 'note' }, 'stops ', timeEl(key.revokedAt)) : null;
-  return el('td', {}, badge, note);
-}
-
-function actionButton(action, text, key, extraClass = '') {
-  return el(
-    'button',
-    {
-      type: 'button',
-      class: `button button-small ${extraClass}`,
-      'data-action': action,
-      'data-testid': `${action}-key`,
-      'aria-label': `${text} key ${keyLabel(key)} of ${key.source}`,
-    },
-    text,
-  );
-}
-
-function keyRow(key) {
-  // A rotated key (active until its grace period ends) already has its successor: it can only be revoked.
-  const rotatable = key.status === 'ACTIVE' && !key.revokedAt;
-  const actions = [
-    rotatable ? actionButton('rotate', 'Rotate', key) : null,
-    key.status === 'ACTIVE' ? actionButton('revoke', 'Revoke', key, 'button-danger-outline') : null,
-  ];
-  return el(
-    'tr',
-    { 'data-testid': 'key-row', 'data-key-id': key.id },
-    statusCell(key),
-    el('td', {}, el('code', { class: 'key-label', 'data-testid': 'key-label' }, keyLabel(key))),
-    el('td', {}, key.name ?? muted('—')),
-    el('td', {}, timeEl(key.createdAt)),
-    el('td', {}, key.expiresAt ? timeEl(key.expiresAt) : muted('Never')),
-    el('td', {}, key.lastUsedAt ? timeEl(key.lastUsedAt) : muted('Not yet')),
-    el('td', { class: 'actions' }, el('div', { class: 'action-group' }, actions)),
-  );
-}
-
-function renderSourceOptions(sources) {
-  const select = $('filter-source');
-  const selected = sources.includes(select.value) ? select.value : '';
-  select.replaceChildren(el('option', { value: '' }, 'All sources'), ...sources.map((s) => el('option', { value: s }, s)));
-  select.value = selected;
-  $('known-sources').replaceChildren(...sources.map((s) => el('option', { value: s })));
-}
-
-function renderKeys() {
-  const sources = [...new Set(keys.map((k) => k.source))].sort();
-  renderSourceOptions(sources);
-  const filter = $('filter-source').value;
-  const activeOnly = $('hide-inactive').checked;
-  const visible = keys.filter((k) => (!filter || k.source === filter) && (!activeOnly || k.status === 'ACTIVE'));
-
-  const table = $('keys-table');
-  for (const body of table.querySelectorAll('tbody')) body.remove();
-  for (const source of sources) {
-    const group = visible.filter((k) => k.source === source);
-    if (group.length === 0) continue;
-    const active = group.filter((k) => k.status === 'ACTIVE').length;
-    const heading = el(
-      'tr',
-      { class: 'group-row' },
-      el(
-        'th',
-        { colspan: 7, scope: 'rowgroup' },
-        el('span', { class: 'group-name' }, source),
-        el('span', { class: 'group-count' }, `${group.length} ${group.length === 1 ? 'key' : 'keys'} · ${active} active`),
-      ),
-    );
-    table.append(el('tbody', { 'data-testid': 'key-group', 'data-source': source }, heading, group.map(keyRow)));
+$('sign-out').addEventListener('click', async () => {
+  const button = $('sign-out');
+  if (session.me?.actor.type === 'session') {
+    setBusy(button, true);
+    try {
+      await api('POST', '/admin/auth/logout');
+    } catch (error) {
+      // Still signed in on the gateway's side: saying otherwise would leave the session open unnoticed.
+      if (error.status !== 401) {
+        notify(`Signing out failed: ${explain(error)} The session is still open; try again.`, 'error');
+        return;
+      }
+    } finally {
+      setBusy(button, false);
+    }
   }
+  leave();
+});
 
-  const empty = $('keys-empty');
-  empty.textContent = keys.length === 0 ? 'No keys yet. Issue the first one above.' : 'No keys match the filter.';
-  empty.hidden = visible.length > 0;
-  table.hidden = visible.length === 0;
-}
-
-$('filter-source').addEventListener('change', renderKeys);
-$('hide-inactive').addEventListener('change', renderKeys);
-
-$('refresh').addEventListener('click', async (event) => {
-  // currentTarget is only set while the event is being dispatched, not after the await below.
-  const button = event.currentTarget;
-  setBusy(button, true);
+/**
+ * A token typed into this tab is the one this tab uses; without one, the page asks whether the browser
+ * has a console session (the HttpOnly cookie single sign-on sets, which the page cannot read).
+ */
+async function start() {
+  const params = new URLSearchParams(location.search);
+  const refused = params.get('signin') === 'refused';
+  // The message is shown once; a reload should not repeat it.
+  if (location.search) history.replaceState(null, '', `${location.pathname}${location.hash}`);
+  const token = storedToken();
+  session.token = token;
   try {
-    await loadAll();
-    hide($('notice'));
+    const me = await api('GET', '/admin/me');
+    const entered = enter(me);
+    if (refused) notify(REFUSED_SSO, 'error');
+    await entered;
+    return;
   } catch (error) {
-    showFailure(error, $('notice'));
-  } finally {
-    setBusy(button, false);
-  }
-});
-
-$('keys-table').addEventListener('click', (event) => {
-  const button = event.target.closest('button[data-action]');
-  if (!button) return;
-  const key = keys.find((k) => k.id === button.closest('tr').dataset.keyId);
-  if (!key) return;
-  if (button.dataset.action === 'revoke') openDialog('revoke', key);
-  if (button.dataset.action === 'rotate') openDialog('rotate', key);
-});
-
-// ---------------------------------------------------------------------------------------------------
-// Issue, and the one-time secret panel
-// ---------------------------------------------------------------------------------------------------
-
-function issueBody(form) {
-  const body = { source: form.elements.source.value.trim() };
-  const name = form.elements.name.value.trim();
-  if (name) body.name = name;
-  const expires = form.elements.expiresAt.value;
-  if (expires) {
-    // datetime-local is the admin's local time; the API takes an absolute instant.
-    const instant = new Date(expires);
-    body.expiresAt = Number.isNaN(instant.getTime()) ? expires : instant.toISOString();
-  }
-  return body;
-}
-
-clearFixedField($('issue-form'), $('issue-error'));
-
-$('issue-form').addEventListener('submit', async (event) => {
-  event.preventDefault();
-  const form = event.target;
-  const button = form.querySelector('button[type="submit"]');
-  hide($('issue-error'));
-  setBusy(button, true);
-  try {
-    const issued = await api('POST', '/admin/api-keys', issueBody(form));
-    form.reset();
-    markInvalid(form, []);
-    showSecret(issued, `New key for ${issued.source}: copy it now`);
-    await reload();
-  } catch (error) {
-    showFailure(error, $('issue-error'), form);
-  } finally {
-    setBusy(button, false);
-  }
-});
-
-/** The plaintext key lives only in this panel's text until it is dismissed; it is never stored. */
-function showSecret(issued, title) {
-  hide($('notice'));
-  $('secret-title').textContent = title;
-  $('secret-source').textContent = issued.source;
-  $('secret-name').replaceChildren(issued.name ?? muted('—'));
-  $('secret-id').textContent = issued.id;
-  $('secret-expires').replaceChildren(issued.expiresAt ? timeEl(issued.expiresAt) : 'Never');
-  $('secret-key').textContent = issued.key;
-  $('copy-status').textContent = '';
-  $('secret-panel').hidden = false;
-  // The rest of the page waits until the admin confirms the key is stored, so it cannot scroll away unseen.
-  $('workspace').inert = true;
-  $('secret-panel').focus();
-}
-
-function clearSecret() {
-  $('secret-key').textContent = '';
-  $('secret-id').textContent = '';
-  $('copy-status').textContent = '';
-  $('secret-panel').hidden = true;
-  $('workspace').inert = false;
-}
-
-function selectKeyText() {
-  const selection = window.getSelection();
-  selection.removeAllRanges();
-  const range = document.createRange();
-  range.selectNodeContents($('secret-key'));
-  selection.addRange(range);
-}
-
-$('copy-key').addEventListener('click', async () => {
-  const status = $('copy-status');
-  try {
-    await navigator.clipboard.writeText($('secret-key').textContent);
-    status.textContent = 'Copied to the clipboard.';
-  } catch {
-    // No clipboard API (plain HTTP on a remote host) or permission refused: let the admin copy by hand.
-    selectKeyText();
-    status.textContent = 'Could not copy automatically. The key is selected: press Ctrl+C (⌘C on a Mac).';
-  }
-});
-
-$('dismiss-secret').addEventListener('click', () => {
-  clearSecret();
-  $('issue-source').focus();
-});
-
-// ---------------------------------------------------------------------------------------------------
-// Rotate and revoke, each behind a confirmation dialog
-// ---------------------------------------------------------------------------------------------------
-
-function openDialog(kind, key) {
-  dialogKey = key;
-  $(`${kind}-key-label`).textContent = keyLabel(key);
-  $(`${kind}-source`).textContent = key.source;
-  hide($(`${kind}-error`));
-  if (kind === 'rotate') {
-    $('rotate-grace').value = '0';
-    $('rotate-grace').removeAttribute('aria-invalid');
-  }
-  $(`${kind}-dialog`).showModal();
-}
-
-for (const dialog of document.querySelectorAll('dialog')) {
-  dialog.addEventListener('click', (event) => {
-    if (event.target.closest('[data-close]')) dialog.close();
-  });
-  dialog.addEventListener('close', () => {
-    dialogKey = null;
-  });
-}
-
-/** The server decides what is valid; a non-number goes as typed so it is refused rather than read as 0. */
-function graceSeconds() {
-  const raw = $('rotate-grace').value.trim();
-  return /^\d+$/.test(raw) ? Number(raw) : raw;
-}
-
-$('revoke-form').addEventListener('submit', async (event) => {
-  event.preventDefault();
-  const key = dialogKey;
-  const button = event.target.querySelector('button[type="submit"]');
-  setBusy(button, true);
-  try {
-    await api('POST', `/admin/api-keys/${encodeURIComponent(key.id)}/revoke`);
-    $('revoke-dialog').close();
-    notify(`Key ${keyLabel(key)} of ${key.source} was revoked.`);
-    await reload();
-  } catch (error) {
-    showFailure(error, $('revoke-error'));
-  } finally {
-    setBusy(button, false);
-  }
-});
-
-clearFixedField($('rotate-form'), $('rotate-error'));
-
-$('rotate-form').addEventListener('submit', async (event) => {
-  event.preventDefault();
-  const key = dialogKey;
-  const button = event.target.querySelector('button[type="submit"]');
-  setBusy(button, true);
-  try {
-    const issued = await api('POST', `/admin/api-keys/${encodeURIComponent(key.id)}/rotate`, { gracePeriodSeconds: graceSeconds() });
-    $('rotate-dialog').close();
-    showSecret(issued, `Key ${keyLabel(key)} was rotated: copy its successor now`);
-    await reload();
-  } catch (error) {
-    showFailure(error, $('rotate-error'), event.target);
-  } finally {
-    setBusy(button, false);
-  }
-});
-
-// ---------------------------------------------------------------------------------------------------
-// Audit log
-// ---------------------------------------------------------------------------------------------------
-
-/** The key's prefix (as in the keys table, when the key is listed) beside its id. */
-function auditKey(keyId) {
-  const key = keys.find((k) => k.id === keyId);
-  return [key ? el('code', { class: 'key-label', 'data-testid': 'audit-key-label' }, keyLabel(key)) : null, ' ', el('code', { class: 'key-id' }, keyId)];
-}
-
-function renderAudit(entries) {
-  $('audit-body').replaceChildren(
-    ...entries.map((entry) =>
-      el(
-        'tr',
-        { 'data-testid': 'audit-row', 'data-action': entry.action, 'data-key-id': entry.keyId ?? '' },
-        el('td', {}, timeEl(entry.createdAt)),
-        el('td', {}, el('span', { class: 'action' }, entry.action)),
-        el('td', {}, entry.keyId ? auditKey(entry.keyId) : muted('—')),
-        el('td', {}, entry.source ?? muted('—')),
-        el('td', {}, entry.remoteAddress),
-      ),
-    ),
-  );
-  $('audit-empty').hidden = entries.length > 0;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Bank webhook events
-// ---------------------------------------------------------------------------------------------------
-
-const OUTCOME_CLASS = { applied: 'badge-active', unmatched: 'badge-expired', ignored: 'badge-muted', duplicate: 'badge-muted' };
-
-function renderWebhookEvents(events) {
-  $('webhooks-body').replaceChildren(
-    ...events.map((event) =>
-      el(
-        'tr',
-        { 'data-testid': 'webhook-row', 'data-outcome': event.outcome, 'data-event-id': event.eventId },
-        el('td', {}, timeEl(event.receivedAt)),
-        el('td', {}, el('span', { class: `badge ${OUTCOME_CLASS[event.outcome] ?? ''}` }, event.outcome)),
-        el('td', {}, el('code', { class: 'key-id' }, event.eventId)),
-        el('td', {}, event.eventType),
-        el('td', {}, event.status),
-        el('td', {}, el('code', {}, event.providerReference)),
-        el('td', {}, event.documentId ? el('code', { class: 'key-id' }, event.documentId) : muted('—')),
-      ),
-    ),
-  );
-  $('webhooks-empty').hidden = events.length > 0;
-}
-
-$('filter-outcome').addEventListener('change', async () => {
-  try {
-    renderWebhookEvents((await api('GET', webhookEventsPath())).data);
-  } catch (error) {
-    if (error.status === 401) showFailure(error);
-    else notify(`The webhook events could not be loaded: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
-  }
-});
-
-// ---------------------------------------------------------------------------------------------------
-// Push notifications
-// ---------------------------------------------------------------------------------------------------
-
-const DELIVERY_CLASS = { succeeded: 'badge-active', pending: 'badge-expired', failed: 'badge-revoked' };
-
-function deliveriesPath() {
-  const status = $('filter-delivery-status').value;
-  return `/admin/outbound-deliveries?limit=${DELIVERIES_LIMIT}${status ? `&status=${encodeURIComponent(status)}` : ''}`;
-}
-
-function renderEndpoints(endpoints) {
-  $('push-endpoints-body').replaceChildren(
-    ...endpoints.map((endpoint) =>
-      el(
-        'tr',
-        { 'data-testid': 'push-endpoint-row', 'data-endpoint-id': endpoint.id },
-        el('td', {}, endpoint.source),
-        el('td', {}, el('code', { class: 'key-id' }, endpoint.url)),
-        el('td', {}, endpoint.eventTypes.join(', ')),
-        el(
-          'td',
-          {},
-          endpoint.enabled
-            ? el('span', { class: 'badge badge-active' }, 'enabled')
-            : el('span', { class: 'badge badge-revoked', 'data-testid': 'push-endpoint-disabled' }, `disabled: ${endpoint.disabledReason ?? 'unknown'}`),
-        ),
-        el('td', {}, timeEl(endpoint.createdAt)),
-      ),
-    ),
-  );
-  $('push-endpoints-empty').hidden = endpoints.length > 0;
-}
-
-function lastResult(delivery) {
-  if (delivery.lastResponseStatus !== null) return `HTTP ${delivery.lastResponseStatus}`;
-  return delivery.lastError ?? '—';
-}
-
-function renderDeliveries(deliveries) {
-  $('push-deliveries-body').replaceChildren(
-    ...deliveries.map((delivery) =>
-      el(
-        'tr',
-        { 'data-testid': 'push-delivery-row', 'data-delivery-id': delivery.id, 'data-status': delivery.status },
-        el('td', {}, delivery.lastAttemptAt ? timeEl(delivery.lastAttemptAt) : muted('not yet')),
-        el('td', {}, el('span', { class: `badge ${DELIVERY_CLASS[delivery.status] ?? ''}` }, delivery.status)),
-        el('td', {}, delivery.source),
-        el('td', {}, el('code', { class: 'key-id', title: delivery.eventType }, delivery.eventId)),
-        el('td', {}, el('code', { class: 'key-id' }, delivery.endpointUrl)),
-        el('td', {}, String(delivery.attempts)),
-        el('td', {}, lastResult(delivery)),
-        el(
-          'td',
-          { class: 'actions' },
-          delivery.status === 'succeeded'
-            ? null
-            : el('button', { type: 'button', class: 'button button-small', 'data-retry': delivery.id, 'data-testid': 'push-retry' }, 'Retry'),
-        ),
-      ),
-    ),
-  );
-  $('push-deliveries-empty').hidden = deliveries.length > 0;
-}
-
-async function refreshDeliveries() {
-  try {
-    renderDeliveries((await api('GET', deliveriesPath())).data);
-  } catch (error) {
-    if (error.status === 401) showFailure(error);
-    else notify(`The deliveries could not be loaded: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
+    session.token = null;
+    if (token) forgetToken();
+    if (error.status === 401 && token) return showSignIn('The gateway did not accept the admin token (401), so you were signed out. Sign in again to continue.');
+    if (error.status === 401) return showSignIn(refused ? REFUSED_SSO : undefined);
+    return showSignIn(error.status === 429 ? rateLimitMessage(error) : error.message);
   }
 }
 
-$('filter-delivery-status').addEventListener('change', refreshDeliveries);
-
-$('push-deliveries-body').addEventListener('click', async (event) => {
-  const button = event.target.closest('button[data-retry]');
-  if (!button) return;
-  button.disabled = true;
-  try {
-    const delivery = await api('POST', `/admin/outbound-deliveries/${encodeURIComponent(button.dataset.retry)}/retry`);
-    notify(`Delivery ${delivery.id} of event ${delivery.eventId} will be attempted again now.`);
-    await refreshDeliveries();
-  } catch (error) {
-    button.disabled = false;
-    if (error.status === 401) showFailure(error);
-    else notify(`The delivery could not be retried: ${error.status === 429 ? rateLimitMessage(error) : error.message}`, 'error');
-  }
-});
-
-// ---------------------------------------------------------------------------------------------------
-// Start
-// ---------------------------------------------------------------------------------------------------
-
-if (token) {
-  showConsole();
-  reload(loadWithToken);
-} else {
-  $('token').focus();
-}
+start();
