@@ -107,6 +107,19 @@ describe('parseCommandLine', () => {
     expect(tokens.help).toMatch(/^Usage: tdg admins tokens \[options\] \[command\][\s\S]*issue \[options\] <admin-id>[\s\S]*revoke \[options\] <token-id>/);
   });
 
+  it('has help for every command that runs something, naming its options and --json', async () => {
+    for (const leaf of leavesOf(buildProgram(capture(), () => undefined))) {
+      const path: string[] = [];
+      for (let c: typeof leaf | null = leaf; c?.parent; c = c.parent) path.unshift(c.name());
+      const io = capture();
+      await expect(parseCommandLine([...path, '--help'], io)).resolves.toEqual({ kind: 'help' });
+      expect(io.stdout).toMatch(new RegExp(`^Usage: tdg ${path.join(' ')}(\\|\\w+)? \\[options\\]`));
+      expect(io.stdout.replace(/\s+/g, ' ')).toContain(leaf.description());
+      for (const option of leaf.options) expect(io.stdout).toContain(option.flags);
+      expect(io.stdout).toContain('--json');
+    }
+  });
+
   it('prints help on stdout, per command, with the exit codes on the top level', async () => {
     const top = capture();
     await expect(parseCommandLine(['--help'], top)).resolves.toEqual({ kind: 'help' });
