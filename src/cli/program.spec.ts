@@ -61,7 +61,10 @@ describe('parseCommandLine', () => {
       { field: '--expires-at', message: 'must be an ISO 8601 date-time' },
     ]],
     [['keys', 'issue', '--source', 'acme-erp', '--name', ''], [{ field: '--name', message: 'must be longer than or equal to 1 characters' }]],
-    [['keys', 'list', '--source', 'UPPER'], [{ field: '--source', message: 'must be a valid source' }]],
+    [['keys', 'list', '--source', 'UPPER', '--limit', '500'], [
+      { field: '--source', message: 'must be a valid source' },
+      { field: '--limit', message: 'must be an integer from 1 to 200' },
+    ]],
     [['keys', 'list', '--limit', '0'], [{ field: '--limit', message: 'must be an integer from 1 to 200' }]],
     [['keys', 'list', '--limit', 'ten'], [{ field: '--limit', message: 'must be an integer from 1 to 200' }]],
     [['keys', 'rotate', 'k1', '--grace-period-seconds', '86401'], [{ field: '--grace-period-seconds', message: 'must not be greater than 86400' }]],

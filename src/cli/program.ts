@@ -17,7 +17,7 @@ export interface Io {
   err(text: string): void;
 }
 
-/** `help`: what the parser printed already (help or version), with exit code 0; else a command to run. */
+/** `help`: the parser printed help, and that is all (exit code 0); else a command to run. */
 export type Parsed = { kind: 'help' } | { kind: 'run'; command: CliCommand; json: boolean };
 
 const EPILOG = `
@@ -41,10 +41,6 @@ Exit codes:
 `;
 
 const JSON_HELP = "print the REST API's JSON answer on stdout, and a failure as problem+json on stderr";
-
-function leaf(parent: Command, nameAndArgs: string, description: string): Command {
-  return parent.command(nameAndArgs).description(description);
-}
 
 /** The commands that run something: those without commands of their own. */
 export const leavesOf = (command: Command): Command[] => (command.commands.length ? command.commands.flatMap(leavesOf) : [command]);
@@ -84,9 +80,15 @@ function integer(command: Command, flag: string, value: string): number {
   return Number(value);
 }
 
-async function paging(command: Command, options: { limit?: string; cursor?: string; all?: boolean }): Promise<Paging> {
-  const page = await validated(command, PageQueryDto, { limit: options.limit, cursor: options.cursor }, 'query');
-  return { limit: page.limit ?? 50, ...(page.cursor !== undefined ? { cursor: page.cursor } : {}), all: options.all === true };
+/** A list's query DTO (its filters with `limit` and `cursor`), validated in one pass so every bad flag is named at once. */
+async function listQuery<T extends PageQueryDto>(
+  command: Command,
+  metatype: new () => T,
+  filters: Record<string, unknown>,
+  options: { limit?: string; cursor?: string; all?: boolean },
+): Promise<{ filter: Omit<T, 'limit' | 'cursor'>; paging: Paging }> {
+  const { limit, cursor, ...filter } = await validated(command, metatype, { ...filters, limit: options.limit, cursor: options.cursor }, 'query');
+  return { filter, paging: { limit: limit ?? 50, ...(cursor !== undefined ? { cursor } : {}), all: options.all === true } };
 }
 
 /**
@@ -104,7 +106,7 @@ export function buildProgram(io: Io, run: (command: CliCommand, json: boolean) =
   const done = (command: Command, parsed: CliCommand) => run(parsed, command.opts().json === true);
 
   const keys = program.command('keys').alias('api-keys').description('API keys of client applications (sources)');
-  leaf(keys, 'issue', 'issue an API key for a source; the key is printed once, never again')
+  keys.command('issue').description('issue an API key for a source; the key is printed once, never again')
     .alias('create')
     .requiredOption('--source <source>', 'the client application the key acts for, e.g. acme-erp (required)')
     .option('--name <name>', 'what the key is for, for people')
@@ -114,25 +116,25 @@ export function buildProgram(io: Io, run: (command: CliCommand, json: boolean) =
       const input = await validated(command, CreateApiKeyDto, { source: options.source, name: options.name, expiresAt: options.expiresAt }, 'body');
       done(command, { name: 'keys issue', input });
     });
-  pagingOptions(leaf(keys, 'list', 'list API keys, newest first; never a key or its hash').option('--source <source>', 'only the keys of this source')).action(
+  pagingOptions(keys.command('list').description('list API keys, newest first; never a key or its hash').option('--source <source>', 'only the keys of this source')).action(
     async (options, command: Command) => {
-      const query = await validated(command, ListApiKeysQueryDto, { source: options.source }, 'query');
-      done(command, { name: 'keys list', ...(query.source ? { source: query.source } : {}), paging: await paging(command, options) });
+      const { filter, paging } = await listQuery(command, ListApiKeysQueryDto, { source: options.source }, options);
+      done(command, { name: 'keys list', ...filter, paging });
     },
   );
-  leaf(keys, 'rotate', 'issue a successor (same source, name and expiry), printed once; the old key works on for the grace period')
+  keys.command('rotate').description('issue a successor (same source, name and expiry), printed once; the old key works on for the grace period')
     .argument('<id>', "the key's id")
     .option('--grace-period-seconds <seconds>', 'how long the old key keeps working, 0 to 86400', '0')
     .action(async (id: string, options, command: Command) => {
       const body = await validated(command, RotateApiKeyDto, { gracePeriodSeconds: integer(command, '--grace-period-seconds', options.gracePeriodSeconds) }, 'body');
       done(command, { name: 'keys rotate', id, gracePeriodSeconds: body.gracePeriodSeconds ?? 0 });
     });
-  leaf(keys, 'revoke', 'revoke an API key: the next request with it gets 401')
+  keys.command('revoke').description('revoke an API key: the next request with it gets 401')
     .argument('<id>', "the key's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'keys revoke', id }));
 
   const admins = program.command('admins').description('administrators and their personal tokens');
-  leaf(admins, 'create', 'create an administrator account')
+  admins.command('create').description('create an administrator account')
     .requiredOption('--email <email>', 'unique whatever its case; the email single sign-on matches (required)')
     .requiredOption('--role <role>', `${ADMIN_ROLES.join(', ')} (required)`)
     .option('--name <name>', 'for people')
@@ -140,10 +142,10 @@ export function buildProgram(io: Io, run: (command: CliCommand, json: boolean) =
       const input = await validated(command, CreateAdminDto, { email: options.email, role: options.role, name: options.name }, 'body');
       done(command, { name: 'admins create', input });
     });
-  pagingOptions(leaf(admins, 'list', 'list administrators, oldest first')).action(async (options, command: Command) => {
-    done(command, { name: 'admins list', paging: await paging(command, options) });
+  pagingOptions(admins.command('list').description('list administrators, oldest first')).action(async (options, command: Command) => {
+    done(command, { name: 'admins list', paging: (await listQuery(command, PageQueryDto, {}, options)).paging });
   });
-  leaf(admins, 'update', "change an administrator's role, name, or whether the account works")
+  admins.command('update').description("change an administrator's role, name, or whether the account works")
     .argument('<id>', "the administrator's id")
     .option('--role <role>', ADMIN_ROLES.join(', '))
     .option('--name <name>', 'a new name')
@@ -161,7 +163,7 @@ export function buildProgram(io: Io, run: (command: CliCommand, json: boolean) =
     });
 
   const tokens = admins.command('tokens').description("administrators' personal tokens (sent as Authorization: Bearer adm_tax_…)");
-  leaf(tokens, 'issue', 'issue a personal token for an administrator; the token is printed once, never again')
+  tokens.command('issue').description('issue a personal token for an administrator; the token is printed once, never again')
     .argument('<admin-id>', "the administrator's id")
     .option('--name <name>', 'where the token is used, for people')
     .option('--expires-at <date-time>', 'ISO 8601 date-time in the future; without it the token never expires')
@@ -169,46 +171,41 @@ export function buildProgram(io: Io, run: (command: CliCommand, json: boolean) =
       const input = await validated(command, CreateAdminTokenDto, { name: options.name, expiresAt: options.expiresAt }, 'body');
       done(command, { name: 'admins tokens issue', adminId, input });
     });
-  leaf(tokens, 'list', "list an administrator's tokens, newest first; never a token or its hash")
+  tokens.command('list').description("list an administrator's tokens, newest first; never a token or its hash")
     .argument('<admin-id>', "the administrator's id")
     .action((adminId: string, _options, command: Command) => done(command, { name: 'admins tokens list', adminId }));
-  leaf(tokens, 'revoke', 'revoke a personal token: the next request with it gets 401')
+  tokens.command('revoke').description('revoke a personal token: the next request with it gets 401')
     .argument('<token-id>', "the token's id")
     .action((tokenId: string, _options, command: Command) => done(command, { name: 'admins tokens revoke', tokenId }));
 
   const endpoints = program.command('endpoints').description("client applications' push notification endpoints");
-  pagingOptions(leaf(endpoints, 'list', "list every source's push endpoints").option('--source <source>', 'only the endpoints of this source')).action(
+  pagingOptions(endpoints.command('list').description("list every source's push endpoints").option('--source <source>', 'only the endpoints of this source')).action(
     async (options, command: Command) => {
-      const query = await validated(command, AdminEndpointsQueryDto, { source: options.source }, 'query');
-      done(command, { name: 'endpoints list', ...(query.source ? { source: query.source } : {}), paging: await paging(command, options) });
+      const { filter, paging } = await listQuery(command, AdminEndpointsQueryDto, { source: options.source }, options);
+      done(command, { name: 'endpoints list', ...filter, paging });
     },
   );
-  leaf(endpoints, 'enable', 'resume an endpoint and its waiting deliveries')
+  endpoints.command('enable').description('resume an endpoint and its waiting deliveries')
     .argument('<id>', "the endpoint's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'endpoints enable', id }));
-  leaf(endpoints, 'disable', 'stop a misbehaving endpoint (disabledReason "admin": its client cannot enable it again)')
+  endpoints.command('disable').description('stop a misbehaving endpoint (disabledReason "admin": its client cannot enable it again)')
     .argument('<id>', "the endpoint's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'endpoints disable', id }));
 
   const deliveries = program.command('deliveries').description('push deliveries of feed events to the endpoints');
   pagingOptions(
-    leaf(deliveries, 'list', 'list push deliveries of every source, newest first')
+    deliveries.command('list').description('list push deliveries of every source, newest first')
       .option('--source <source>', 'only those of this source')
       .option('--status <status>', DELIVERY_STATUSES.join(', '))
       .option('--attention', 'only those that need a look: failed, or pending after a failed attempt')
       .option('--document-id <id>', "only the deliveries of this document's events"),
   ).action(async (options, command: Command) => {
-    const query = await validated(
-      command,
-      AdminDeliveriesQueryDto,
-      { source: options.source, status: options.status, attention: options.attention ? 'true' : undefined, documentId: options.documentId },
-      'query',
-    );
-    const { source, status, attention, documentId } = query;
-    const filter = Object.fromEntries(Object.entries({ source, status, attention, documentId }).filter(([, v]) => v !== undefined));
-    done(command, { name: 'deliveries list', filter, paging: await paging(command, options) });
+    // As the query string would carry it: the DTO turns 'true' into true.
+    const filters = { source: options.source, status: options.status, attention: options.attention ? 'true' : undefined, documentId: options.documentId };
+    const { filter, paging } = await listQuery(command, AdminDeliveriesQueryDto, filters, options);
+    done(command, { name: 'deliveries list', filter, paging });
   });
-  leaf(deliveries, 'retry', 'attempt a failed or pending delivery again now, from the start of the retry schedule')
+  deliveries.command('retry').description('attempt a failed or pending delivery again now, from the start of the retry schedule')
     .argument('<id>', "the delivery's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'deliveries retry', id }));
 
