@@ -6,7 +6,7 @@
 #   docker run --rm -p 3000:3000 -e DATABASE_URL=postgres://user:pass@db:5432/tdg tax-document-gateway
 #
 # Operator CLI inside a running container (dist/ is shipped whole):
-#   docker compose exec app node dist/cli.js api-keys list
+#   docker compose exec app node dist/cli.js keys list
 # Migrations as a deploy step (the Kubernetes Job in deploy/kubernetes does this):
 #   docker run --rm -e DATABASE_URL=... tax-document-gateway node dist/database/migration-cli.js run
 #

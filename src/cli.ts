@@ -1,58 +1,59 @@
+#!/usr/bin/env node
 import 'reflect-metadata';
-import { parseCommand, runCommand, USAGE, UsageError } from './cli/api-keys.command';
-import { openOperatorDatabase, OperatorError } from './cli/operator-database';
-import { AppError } from './common/app-error';
-import { isDatabaseUnavailable } from './common/database-failure';
-import { ConfigValidationError, loadConfig } from './config/app-config';
-import { EmbeddedPostgresError } from './database/embedded-postgres-layout';
+import { execute, mayCreateDatabase } from './cli/commands';
+import { classify, EXIT, exitCodeOf, messageOf, problemOf, UsageError } from './cli/exit-codes';
+import { openOperatorDatabase } from './cli/operator-database';
+import { Io, parseCommandLine } from './cli/program';
+import { loadConfig } from './config/app-config';
 import { loadEnvFile } from './startup/env-file';
 
 /**
- * Operator CLI for bootstrap and break-glass key management without HTTP:
- *   node dist/cli.js api-keys create|list|revoke …   (npm run cli -- … in development)
- * Results go to stdout, diagnostics to stderr. Exit codes: 0 done, 1 failed, 2 bad command line.
+ * The operator CLI (`tdg`, or `node dist/cli.js`; `npm run cli --` in development): the admin REST API's
+ * operations on the database directly, for scripts, bootstrap and break-glass work. Answers go to stdout,
+ * diagnostics and errors to stderr; the exit codes are listed by `tdg --help` (see EXIT).
  */
-const out = (text: string) => process.stdout.write(text);
-const err = (text: string) => process.stderr.write(`${text}\n`);
+const io: Io = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+};
 
-function describe(error: unknown): string {
-  if (error instanceof ConfigValidationError) return error.message;
-  if (error instanceof AppError || error instanceof OperatorError || error instanceof EmbeddedPostgresError) return `error: ${error.message}`;
-  if (isDatabaseUnavailable(error)) {
-    const code = (error as { code?: unknown }).code;
-    return `error: the database could not be reached${typeof code === 'string' ? ` (${code})` : ''}; check DATABASE_URL or DATA_DIR`;
-  }
-  return `error: ${error instanceof Error ? error.message : String(error)}`;
-}
+/** Before the parser has decided: whether the operator asked for JSON, so even a bad command line fails as problem+json. */
+const asksForJson = (argv: string[]) => argv.slice(0, argv.includes('--') ? argv.indexOf('--') : undefined).includes('--json');
 
 async function main(argv: string[]): Promise<number> {
-  const command = await parseCommand(argv);
-  if (command.name === 'help') {
-    out(USAGE);
-    return 0;
-  }
-  loadEnvFile();
-  // Only `create` has a reason to start from an empty database (the first key of a new install).
-  const database = await openOperatorDatabase(loadConfig(process.env), err, { create: command.name === 'create' });
+  let json = asksForJson(argv);
   try {
-    await runCommand(command, database.admin, out);
-  } finally {
-    await database.close();
+    const parsed = await parseCommandLine(argv, io);
+    if (parsed.kind === 'help') return EXIT.OK;
+    json = parsed.json;
+    loadEnvFile();
+    // Which database, which migrations: for a person; with --json stderr carries a failure only.
+    const notice = json ? () => undefined : (line: string) => io.err(`${line}\n`);
+    const database = await openOperatorDatabase(loadConfig(process.env), notice, { create: mayCreateDatabase(parsed.command) });
+    try {
+      const outcome = await execute(parsed.command, database.services);
+      io.out(json ? `${JSON.stringify(outcome.body, null, 2)}\n` : outcome.text);
+      if (!json && outcome.hint) io.err(`${outcome.hint}\n`);
+      await database.services.announcer.settled();
+      if (!json && database.services.announcer.failure) {
+        io.err('warning: the gateway could not be told at once; its instances find the change at their next poll (OUTBOUND_WEBHOOKS_POLL_SECONDS)\n');
+      }
+    } finally {
+      await database.close();
+    }
+    return EXIT.OK;
+  } catch (error) {
+    const failure = classify(error);
+    if (json) {
+      io.err(`${JSON.stringify(problemOf(failure))}\n`);
+    } else {
+      io.err(`${messageOf(failure)}\n`);
+      if (error instanceof UsageError && error.help) io.err(`${error.help}\n`);
+    }
+    return exitCodeOf(failure);
   }
-  return 0;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError) {
-      err(`${error.message.split('\n').map((line) => `error: ${line}`).join('\n')}\n\n${USAGE.trimEnd()}`);
-      process.exitCode = 2;
-    } else {
-      err(describe(error));
-      process.exitCode = 1;
-    }
-  },
-);
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

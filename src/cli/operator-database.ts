@@ -1,44 +1,51 @@
+import { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { AdminApiKeysService } from '../admin/admin-api-keys.service';
-import { AuditLogRepository } from '../admin/audit-log.repository';
-import { AuditLogService } from '../admin/audit-log.service';
-import { ApiKeysRepository } from '../auth/api-keys.repository';
-import { ApiKeysService } from '../auth/api-keys.service';
-import { KeyUsageRecorder } from '../auth/key-usage.recorder';
+import { AdminOperationsService } from '../admin/admin-operations.service';
+import { AdminsService } from '../admin/admins.service';
 import { AppConfig } from '../config/app-config';
-import { createDatabase } from '../database/database.module';
 import { locateDatabase } from '../database/database-location';
 import { runMigrations } from '../database/migrations-runner';
 import { buildDataSourceOptions } from '../database/typeorm-options';
+import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service';
+import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service';
+import { CliModule } from './cli.module';
+import { DeliveryAnnouncer } from './delivery-announcer';
+import { OperatorError } from './exit-codes';
 
-export interface OperatorDatabase {
-  admin: AdminApiKeysService;
-  close(): Promise<void>;
+/** The admin REST API's services, over the CLI's own pool. */
+export interface OperatorServices {
+  keys: AdminApiKeysService;
+  admins: AdminsService;
+  operations: AdminOperationsService;
+  endpoints: WebhookEndpointsService;
+  deliveries: OutboundDeliveriesService;
+  announcer: DeliveryAnnouncer;
 }
 
-export class OperatorError extends Error {}
+export interface OperatorDatabase {
+  services: OperatorServices;
+  close(): Promise<void>;
+}
 
 /**
  * The database the gateway would use (DATABASE_URL, else the PG* variables, else the embedded cluster
  * under DATA_DIR; one a running gateway owns is shared and left running), with the schema brought up to
- * date the way the gateway does it at start. Only a command that writes (`create: true`) may initialise a
- * new embedded cluster; reading from one that does not exist is an error, not an empty answer. The
- * services are wired by hand rather than through a Nest context: a few constructors, no bootstrap logging,
- * no retry loop, and a database that is down fails at once.
+ * date the way the gateway does it at start. Only a command that may be the first of a new install
+ * (`create: true`) may initialise a new embedded cluster; reading from one that does not exist is an
+ * error, not an empty answer. No retry loop: a database that is down fails the command at once.
  */
-export async function openOperatorDatabase(
-  config: AppConfig,
-  notice: (line: string) => void,
-  { create }: { create: boolean },
-): Promise<OperatorDatabase> {
+export async function openOperatorDatabase(config: AppConfig, notice: (line: string) => void, { create }: { create: boolean }): Promise<OperatorDatabase> {
   const database = await locateDatabase(config, { create });
   // On stderr with the other diagnostics: an operator with the wrong DATA_DIR sees it at once.
   notice(`Using ${database.description}`);
   const dataSource = new DataSource(buildDataSourceOptions(database.url));
-  let db: ReturnType<typeof createDatabase> | undefined;
+  let context: INestApplicationContext | undefined;
   const close = async () => {
     if (dataSource.isInitialized) await dataSource.destroy();
-    await db?.onApplicationShutdown();
+    // Closing the context waits for the announcer's NOTIFYs, then ends the pool.
+    await context?.close();
     await database.release();
   };
   try {
@@ -52,14 +59,23 @@ export async function openOperatorDatabase(
           '(npm run migration:run, or node dist/database/migration-cli.js run in the image).',
       );
     }
+    // Schema work done, the data source's connections go; the commands use the gateway's own data access.
+    await dataSource.destroy();
+    // No logger: stdout carries only the command's answer. abortOnError off: a wiring error is thrown, not process.abort().
+    context = await NestFactory.createApplicationContext(CliModule.forRoot(config, database.url), { logger: false, abortOnError: false });
   } catch (error) {
     await close();
     throw error;
   }
-  // Schema work done, the data source's connections go; the commands use the gateway's own data access.
-  await dataSource.destroy();
-  db = createDatabase({ url: database.url, poolSize: 2, lifetimeSeconds: 60, applicationName: 'tax-document-gateway-cli' });
-  const keys = new ApiKeysRepository(db);
-  const apiKeys = new ApiKeysService(db, keys, new KeyUsageRecorder(keys));
-  return { admin: new AdminApiKeysService(db, apiKeys, new AuditLogService(new AuditLogRepository(db))), close };
+  return {
+    services: {
+      keys: context.get(AdminApiKeysService),
+      admins: context.get(AdminsService),
+      operations: context.get(AdminOperationsService),
+      endpoints: context.get(WebhookEndpointsService),
+      deliveries: context.get(OutboundDeliveriesService),
+      announcer: context.get(DeliveryAnnouncer),
+    },
+    close,
+  };
 }

@@ -14,7 +14,8 @@ import { EventLoopLoad } from './event-loop-load';
 import { AttemptOutcome, OutboundMetrics } from './outbound-metrics';
 import { signedHeaders } from './signing';
 
-const DELIVERIES_CHANNEL = 'outbound_deliveries';
+/** Where a process that made deliveries due tells every instance's worker (a NOTIFY, see announce). */
+export const DELIVERIES_CHANNEL = 'outbound_deliveries';
 
 /** The shortest time between two claim rounds while work keeps arriving (an idle instance claims at once). */
 const CLAIM_INTERVAL_MS = 25;

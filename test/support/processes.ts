@@ -8,6 +8,7 @@ export interface Spawned {
   /** stdout and stderr interleaved as they arrived. */
   output: () => string;
   stdout: () => string;
+  stderr: () => string;
   /** Resolves with the exit code (or the signal name) when the process ends. */
   exited: Promise<number | string>;
   /** Like `exited`, but only once everything the process wrote has been read too. */
@@ -19,14 +20,18 @@ export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROO
   const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: ownProcessGroup });
   let output = '';
   let stdout = '';
+  let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => {
     output += chunk.toString();
     stdout += chunk.toString();
   });
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    stderr += chunk.toString();
+  });
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   const closed = new Promise<number | string>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal ?? -1)));
-  return { child, output: () => output, stdout: () => stdout, exited, closed };
+  return { child, output: () => output, stdout: () => stdout, stderr: () => stderr, exited, closed };
 }
 
 export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 60000): Promise<T> {

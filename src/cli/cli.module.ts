@@ -1,0 +1,86 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { AdminApiKeysService } from '../admin/admin-api-keys.service';
+import { AdminOperationsService } from '../admin/admin-operations.service';
+import { AdminsRepository } from '../admin/admins.repository';
+import { AdminsService } from '../admin/admins.service';
+import { AuditLogRepository } from '../admin/audit-log.repository';
+import { AuditLogService } from '../admin/audit-log.service';
+import { ApiKeysRepository } from '../auth/api-keys.repository';
+import { ApiKeysService } from '../auth/api-keys.service';
+import { KeyUsageRecorder } from '../auth/key-usage.recorder';
+import { AppConfig } from '../config/app-config';
+import { ConfigModule } from '../config/config.module';
+import { createDatabase } from '../database/database.module';
+import { Database } from '../database/database';
+import { DocumentEventsRepository } from '../documents/document-events.repository';
+import { DocumentEventsService } from '../documents/document-events.service';
+import { DocumentsRepository } from '../documents/documents.repository';
+import { DocumentsService } from '../documents/documents.service';
+import { FeedSignal } from '../documents/feed-signal';
+import { PaymentsRepository } from '../documents/payments.repository';
+import { PaymentsService } from '../documents/payments.service';
+import { MetricsService } from '../metrics/metrics.service';
+import { DeliveryClaimsRepository } from '../outbound-webhooks/delivery-claims.repository';
+import { DeliveryWorker } from '../outbound-webhooks/delivery-worker';
+import { OutboundDeliveriesRepository } from '../outbound-webhooks/outbound-deliveries.repository';
+import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service';
+import { WebhookEndpointsRepository } from '../outbound-webhooks/webhook-endpoints.repository';
+import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service';
+import { DeliveryAnnouncer } from './delivery-announcer';
+
+/** The CLI's own small pool, without the request bounds: its statements may rightly wait longer. */
+@Module({})
+class CliDatabaseModule {
+  static forRoot(url: string): DynamicModule {
+    return {
+      module: CliDatabaseModule,
+      global: true,
+      providers: [{ provide: Database, useFactory: () => createDatabase({ url, poolSize: 2, lifetimeSeconds: 60, applicationName: 'tax-document-gateway-cli' }) }],
+      exports: [Database],
+    };
+  }
+}
+
+/**
+ * The services the admin REST API calls, so the CLI applies the same rules and writes the same audit
+ * entries. Providers only, not the feature modules: those start the delivery worker and the rate
+ * limiter's Redis connection, and their controllers need the interceptors and guards of a server, none
+ * of which a one-command process may run. The worker's place is taken by DeliveryAnnouncer (the services
+ * that inject DeliveryWorker call only its announce()). MetricsService is there for the counters some
+ * services register; nothing serves them.
+ */
+@Module({})
+export class CliModule {
+  static forRoot(config: AppConfig, databaseUrl: string): DynamicModule {
+    return {
+      module: CliModule,
+      imports: [ConfigModule.forRoot(config), CliDatabaseModule.forRoot(databaseUrl)],
+      providers: [
+        MetricsService,
+        FeedSignal,
+        DocumentsRepository,
+        DocumentsService,
+        DocumentEventsRepository,
+        DocumentEventsService,
+        PaymentsRepository,
+        PaymentsService,
+        AuditLogRepository,
+        AuditLogService,
+        ApiKeysRepository,
+        ApiKeysService,
+        KeyUsageRecorder,
+        AdminApiKeysService,
+        AdminsRepository,
+        AdminsService,
+        WebhookEndpointsRepository,
+        WebhookEndpointsService,
+        OutboundDeliveriesRepository,
+        OutboundDeliveriesService,
+        DeliveryClaimsRepository,
+        DeliveryAnnouncer,
+        { provide: DeliveryWorker, useExisting: DeliveryAnnouncer },
+        AdminOperationsService,
+      ],
+    };
+  }
+}

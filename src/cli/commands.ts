@@ -1,0 +1,125 @@
+import { CLI_CONTEXT } from '../admin/audit-log.service';
+import type { AdminPrincipal, AuditContext } from '../admin/admin-actor';
+import type { AdminRole } from '../admin/admin.entity';
+import type { DeliveryStatus } from '../outbound-webhooks/outbound-delivery.entity';
+import type { OperatorServices } from './operator-database';
+import * as output from './output';
+
+/** The CLI acts as an `admin` would (it may manage anyone's tokens); its audit entries name it, with the address `cli`. */
+const CLI_PRINCIPAL: AdminPrincipal & AuditContext = { ...CLI_CONTEXT, role: 'admin' };
+
+/** `limit` and `cursor` as the REST API takes them; `all`: follow nextCursor to the end. */
+export interface Paging {
+  limit: number;
+  cursor?: string;
+  all: boolean;
+}
+
+/** A command line, parsed and validated by the REST API's DTOs: everything needed to run it, nothing touched yet. */
+export type CliCommand =
+  | { name: 'keys issue'; input: { source: string; name?: string; expiresAt?: string } }
+  | { name: 'keys list'; source?: string; paging: Paging }
+  | { name: 'keys rotate'; id: string; gracePeriodSeconds: number }
+  | { name: 'keys revoke'; id: string }
+  | { name: 'admins create'; input: { email: string; role: AdminRole; name?: string } }
+  | { name: 'admins list'; paging: Paging }
+  | { name: 'admins update'; id: string; change: { role?: AdminRole; name?: string | null; disabled?: boolean } }
+  | { name: 'admins tokens issue'; adminId: string; input: { name?: string; expiresAt?: string } }
+  | { name: 'admins tokens list'; adminId: string }
+  | { name: 'admins tokens revoke'; tokenId: string }
+  | { name: 'endpoints list'; source?: string; paging: Paging }
+  | { name: 'endpoints enable' | 'endpoints disable'; id: string }
+  | { name: 'deliveries list'; filter: { source?: string; status?: DeliveryStatus; attention?: boolean; documentId?: string }; paging: Paging }
+  | { name: 'deliveries retry'; id: string };
+
+/** What a command answers: `body` is the REST API's JSON (`--json`), `text` the same for a person. */
+export interface Outcome {
+  body: unknown;
+  text: string;
+  /** For a person, on stderr: how to get the next page. */
+  hint?: string;
+}
+
+/** Only these may find no database yet: each can be the first command of a new install. */
+export const mayCreateDatabase = (command: CliCommand) => command.name === 'keys issue' || command.name === 'admins create';
+
+type Page<T> = { data: T[]; nextCursor: string | null };
+
+async function paged<T>(paging: Paging, fetch: (cursor: string | undefined, limit: number) => Promise<Page<T>>): Promise<Page<T>> {
+  let page = await fetch(paging.cursor, paging.limit);
+  if (!paging.all) return page;
+  const data = [...page.data];
+  while (page.nextCursor) {
+    page = await fetch(page.nextCursor, paging.limit);
+    data.push(...page.data);
+  }
+  return { data, nextCursor: null };
+}
+
+function listed<T>(page: Page<T>, text: (data: T[]) => string): Outcome {
+  return { body: page, text: text(page.data), ...(page.nextCursor ? { hint: `More: the same command with --cursor ${page.nextCursor}, or --all.` } : {}) };
+}
+
+/** Runs a parsed command through the services of the REST API, so the same rules hold and the same audit entries are written. */
+export async function execute(command: CliCommand, services: OperatorServices): Promise<Outcome> {
+  const { keys, admins, operations, endpoints, deliveries } = services;
+  switch (command.name) {
+    case 'keys issue': {
+      const key = await keys.create(CLI_CONTEXT, command.input);
+      return { body: key, text: output.issuedKey(key) };
+    }
+    case 'keys list': {
+      const page = await paged(command.paging, (cursor, limit) => keys.page({ source: command.source, cursor }, limit));
+      return listed(page, (data) => output.keysTable(data, command.source));
+    }
+    case 'keys rotate': {
+      const successor = await keys.rotate(CLI_CONTEXT, command.id, command.gracePeriodSeconds);
+      return { body: successor, text: output.rotatedKey(command.id, successor, command.gracePeriodSeconds) };
+    }
+    case 'keys revoke': {
+      const startedAt = Date.now();
+      const key = await keys.revoke(CLI_CONTEXT, command.id);
+      return { body: key, text: output.revokedKey(key, Date.parse(key.revokedAt!) < startedAt) };
+    }
+    case 'admins create': {
+      const created = await admins.create(CLI_CONTEXT, command.input);
+      return { body: created, text: output.admin(`Created administrator ${output.printable(created.email)}.`, created) };
+    }
+    case 'admins list':
+      return listed(await paged(command.paging, (cursor, limit) => admins.page(cursor, limit)), output.adminsTable);
+    case 'admins update': {
+      const updated = await admins.update(CLI_CONTEXT, command.id, command.change);
+      return { body: updated, text: output.admin(`Updated administrator ${output.printable(updated.email)}.`, updated) };
+    }
+    case 'admins tokens issue': {
+      const token = await admins.issueToken(CLI_PRINCIPAL, command.adminId, command.input);
+      return { body: token, text: output.issuedToken(token) };
+    }
+    case 'admins tokens list': {
+      const data = await admins.tokensOf(command.adminId);
+      return { body: { data }, text: output.tokensTable(data) };
+    }
+    case 'admins tokens revoke': {
+      const startedAt = Date.now();
+      const token = await admins.revokeToken(CLI_PRINCIPAL, command.tokenId);
+      return { body: token, text: output.revokedToken(token, Date.parse(token.revokedAt!) < startedAt) };
+    }
+    case 'endpoints list': {
+      const page = await paged(command.paging, (cursor, limit) => endpoints.pageForAdmin({ source: command.source, cursor }, limit));
+      return listed(page, (data) => output.endpointsTable(data, command.source));
+    }
+    case 'endpoints enable':
+    case 'endpoints disable': {
+      const endpoint = await operations.setEndpointEnabled(CLI_CONTEXT, command.id, command.name === 'endpoints enable');
+      return { body: endpoint, text: output.endpointSwitched(endpoint) };
+    }
+    case 'deliveries list': {
+      const page = await paged(command.paging, (cursor, limit) => deliveries.pageForAdmin({ ...command.filter, cursor }, limit));
+      return listed(page, output.deliveriesTable);
+    }
+    case 'deliveries retry': {
+      const delivery = await operations.retryDelivery(CLI_CONTEXT, command.id);
+      return { body: delivery, text: output.deliveryRetried(delivery) };
+    }
+  }
+}

@@ -1,0 +1,135 @@
+import type { IssuedKeyView } from '../admin/admin-api-keys.service';
+import type { AdminTokenView, AdminView } from '../admin/admins.service';
+import type { ApiKeyView } from '../auth/api-keys.service';
+import type { AdminDeliveryDto } from '../outbound-webhooks/dto/delivery.dto';
+import type { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto';
+
+/** The human output of each command: tables for lists, a few lines for a change. `--json` bypasses all of it. */
+
+/** To the second: milliseconds only widen a table. */
+const when = (value: string | null, none = '-') => (value ? value.replace(/\.\d{3}Z$/, 'Z') : none);
+/** Names, emails and URLs are data: no terminal control sequence from the database reaches the screen. */
+export const printable = (value: string | null) => (value ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+const text = (value: string | null) => printable(value) || '-';
+const masked = (secret: { prefix: string; last4: string }) => `${secret.prefix}…${secret.last4}`;
+
+export function table(header: string[], rows: string[][]): string {
+  const all = [header, ...rows];
+  const widths = header.map((_, column) => Math.max(...all.map((row) => row[column].length)));
+  return all.map((row) => row.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+function fields(pairs: [string, string][]): string[] {
+  const width = Math.max(...pairs.map(([name]) => name.length));
+  return pairs.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`);
+}
+
+function shownOnce(heading: string, pairs: [string, string][], secret: string, what: 'key' | 'token'): string {
+  return [
+    heading,
+    '',
+    ...fields(pairs),
+    '',
+    `  ${secret}`,
+    '',
+    `This ${what} is shown now and never again: the gateway stores only its hash.`,
+    'Store it in your secret manager before you close this terminal.',
+    '',
+  ].join('\n');
+}
+
+export function issuedKey(key: IssuedKeyView, heading = `Issued an API key for source ${key.source}.`): string {
+  return shownOnce(heading, [['id', key.id], ['name', text(key.name)], ['expires', when(key.expiresAt, 'never')]], key.key, 'key');
+}
+
+export function rotatedKey(oldId: string, successor: IssuedKeyView, graceSeconds: number): string {
+  const old = graceSeconds > 0 ? `The old key keeps working for ${graceSeconds} s more, then stops.` : 'The old key has stopped working.';
+  return issuedKey(successor, `Rotated API key ${oldId} (source ${successor.source}). ${old} Its successor:`);
+}
+
+export function revokedKey(key: ApiKeyView, already: boolean): string {
+  const label = `${key.id} (${key.source}, ${masked(key)})`;
+  return already
+    ? `API key ${label} was already revoked at ${when(key.revokedAt)}.\n`
+    : `Revoked API key ${label}: requests with it get 401 from now on.\n`;
+}
+
+export function keysTable(keys: ApiKeyView[], source?: string): string {
+  if (keys.length === 0) return source ? `No API keys for source ${source}.\n` : 'No API keys.\n';
+  return table(
+    ['ID', 'SOURCE', 'STATUS', 'KEY', 'NAME', 'CREATED', 'EXPIRES', 'LAST USED'],
+    keys.map((k) => [k.id, k.source, k.status, masked(k), text(k.name), when(k.createdAt), when(k.expiresAt, 'never'), when(k.lastUsedAt, 'never')]),
+  );
+}
+
+const adminStatus = (admin: AdminView) => (admin.disabledAt ? `disabled since ${when(admin.disabledAt)}` : 'enabled');
+
+export function admin(heading: string, a: AdminView): string {
+  return [heading, '', ...fields([['id', a.id], ['email', printable(a.email)], ['name', text(a.name)], ['role', a.role], ['status', adminStatus(a)]]), ''].join('\n');
+}
+
+export function adminsTable(admins: AdminView[]): string {
+  if (admins.length === 0) return 'No administrators.\n';
+  return table(
+    ['ID', 'EMAIL', 'ROLE', 'STATUS', 'NAME', 'CREATED', 'LAST SEEN'],
+    admins.map((a) => [a.id, printable(a.email), a.role, a.disabledAt ? 'disabled' : 'enabled', text(a.name), when(a.createdAt), when(a.lastSeenAt, 'never')]),
+  );
+}
+
+export function issuedToken(token: AdminTokenView & { token: string }): string {
+  const pairs: [string, string][] = [['id', token.id], ['name', text(token.name)], ['expires', when(token.expiresAt, 'never')]];
+  return shownOnce(`Issued a personal token for administrator ${token.adminId}. Send it as Authorization: Bearer <token>.`, pairs, token.token, 'token');
+}
+
+export function tokensTable(tokens: AdminTokenView[]): string {
+  if (tokens.length === 0) return 'No tokens.\n';
+  return table(
+    ['ID', 'TOKEN', 'NAME', 'CREATED', 'EXPIRES', 'REVOKED', 'LAST USED'],
+    tokens.map((t) => [t.id, masked(t), text(t.name), when(t.createdAt), when(t.expiresAt, 'never'), when(t.revokedAt), when(t.lastUsedAt, 'never')]),
+  );
+}
+
+export function revokedToken(token: AdminTokenView, already: boolean): string {
+  const label = `${token.id} (${masked(token)}) of administrator ${token.adminId}`;
+  return already ? `Token ${label} was already revoked at ${when(token.revokedAt)}.\n` : `Revoked token ${label}: requests with it get 401 from now on.\n`;
+}
+
+const endpointStatus = (e: AdminWebhookEndpointDto) => (e.enabled ? 'enabled' : `disabled (${e.disabledReason ?? 'unknown'})`);
+
+export function endpointsTable(endpoints: AdminWebhookEndpointDto[], source?: string): string {
+  if (endpoints.length === 0) return source ? `No push endpoints for source ${source}.\n` : 'No push endpoints.\n';
+  return table(
+    ['ID', 'SOURCE', 'STATUS', 'URL', 'EVENTS', 'CREATED'],
+    endpoints.map((e) => [e.id, e.source, endpointStatus(e), printable(e.url), e.eventTypes.join(','), when(e.createdAt)]),
+  );
+}
+
+export function endpointSwitched(endpoint: AdminWebhookEndpointDto): string {
+  const label = `${endpoint.id} (${endpoint.source}, ${printable(endpoint.url)})`;
+  return endpoint.enabled
+    ? `Push endpoint ${label} is enabled: its waiting deliveries resume.\n`
+    : `Push endpoint ${label} is disabled by an administrator: nothing is delivered to it, and its client cannot enable it again.\n`;
+}
+
+export function deliveriesTable(deliveries: AdminDeliveryDto[]): string {
+  if (deliveries.length === 0) return 'No push deliveries.\n';
+  return table(
+    ['ID', 'SOURCE', 'STATUS', 'EVENT', 'ATTEMPTS', 'LAST ATTEMPT', 'RESULT', 'NEXT ATTEMPT', 'DOCUMENT', 'ENDPOINT'],
+    deliveries.map((d) => [
+      d.id,
+      d.source,
+      d.status,
+      d.eventType,
+      String(d.attempts),
+      when(d.lastAttemptAt),
+      d.lastResponseStatus !== null ? String(d.lastResponseStatus) : (d.lastError ?? '-'),
+      when(d.nextAttemptAt),
+      d.documentId ?? '-',
+      printable(d.endpointUrl),
+    ]),
+  );
+}
+
+export function deliveryRetried(delivery: AdminDeliveryDto): string {
+  return `Delivery ${delivery.id} (${delivery.source}, ${delivery.eventType}) to ${printable(delivery.endpointUrl)} is due again now; the gateway attempts it at once.\n`;
+}
