@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { Database } from '../database/database';
+import { Database, Transaction } from '../database/database';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { sql } from '../database/sql';
 import type { DocumentEventType } from './document-event.entity';
 import type { DocumentStatus } from './lifecycle';
@@ -20,7 +21,9 @@ export interface FeedRow {
  * skip an event whose transaction commits late. So each event carries its transaction id (column default
  * pg_current_xact_id()), the feed is ordered by (xid, id), and only events of transactions older than
  * every transaction still running are returned: nothing can appear later before the cursor. $2 null with
- * $3 an event id: a legacy cursor, resumed after that event's position.
+ * $3 an event id: a legacy cursor, resumed after that event's position. When retention has purged that
+ * event, the position is (0, $3): every event still kept. The purge deletes the oldest events first, in
+ * id order (PURGE), so what is kept of a source's feed is what came after the purged event.
  */
 const PAGE = sql(
   'document-event-page',
@@ -44,6 +47,20 @@ const OF_DOCUMENT = sql(
 /** The documents these events are about. */
 const DOCUMENTS_OF = sql('document-event-documents-of', `SELECT id, document_id AS "documentId" FROM document_events WHERE id = ANY($1::bigint[])`);
 
+/**
+ * Retention: of the $3 events after id $1, those written before now() - $2 (an ISO 8601 duration). Their
+ * push deliveries and attempts go with them (ON DELETE CASCADE, found through idx_outbound_deliveries_event
+ * and idx_outbound_delivery_attempts_delivery). `more`: all $3 were old enough, so older ones may follow.
+ */
+const PURGE = sql(
+  'document-event-purge',
+  `WITH head AS (
+     SELECT id, created_at < now() - $2::interval AS expired FROM document_events WHERE id > $1::bigint ORDER BY id LIMIT $3),
+   gone AS (DELETE FROM document_events e USING head WHERE e.id = head.id AND head.expired RETURNING 1)
+   SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT max(id) FROM head)::text AS last,
+          COALESCE((SELECT count(*) = $3 AND bool_and(expired) FROM head), false) AS more`,
+);
+
 /** The event feed's queries over document_events (the events themselves are written with their documents). */
 @Injectable()
 export class DocumentEventsRepository {
@@ -60,5 +77,10 @@ export class DocumentEventsRepository {
 
   documentsOf(eventIds: string[]): Promise<Array<{ id: string; documentId: string }>> {
     return this.db.query(DOCUMENTS_OF, [eventIds]);
+  }
+
+  async purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+    const [batch] = await tx.query<PurgeBatch>(PURGE, [range.after, range.olderThan, range.limit]);
+    return batch;
   }
 }
