@@ -2,8 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { Transaction } from '../database/database';
 import { sql } from '../database/sql';
 
-/** First key of the purge's advisory locks (two-key form, apart from the one-key locks and ENDPOINTS_LOCK_NAMESPACE). */
-export const RETENTION_LOCK_NAMESPACE = 7_340_217;
+/**
+ * First key of the purge's advisory locks: two-key locks are apart from one-key ones (the idempotency
+ * claim, migrations), and this namespace from the others (7_340_216 endpoints, 7_340_217 providerReference).
+ */
+export const RETENTION_LOCK_NAMESPACE = 7_340_219;
 
 /**
  * The locks of tables $1 (in a fixed order), all or, when another instance's purge holds one, not all:
