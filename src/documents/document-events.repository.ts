@@ -61,6 +61,31 @@ const PURGE = sql(
           COALESCE((SELECT count(*) = $3 AND bool_and(expired) FROM head), false) AS more`,
 );
 
+/**
+ * The newest transaction among the events (per source the last entry of idx_document_events_source_xid_id,
+ * the sources found by a loose scan of the same index), and the id this cluster gives its next transaction.
+ */
+const TRANSACTIONS = sql(
+  'document-event-transactions',
+  `WITH RECURSIVE sources AS (
+     (SELECT source FROM document_events ORDER BY source LIMIT 1)
+     UNION ALL
+     SELECT (SELECT e.source FROM document_events e WHERE e.source > s.source ORDER BY e.source LIMIT 1) FROM sources s WHERE s.source IS NOT NULL),
+   newest AS (
+     SELECT (SELECT e.xid FROM document_events e WHERE e.source = s.source ORDER BY e.xid DESC LIMIT 1) AS xid
+       FROM sources s WHERE s.source IS NOT NULL)
+   SELECT (SELECT xid FROM newest ORDER BY xid DESC LIMIT 1)::text AS newest, pg_snapshot_xmax(pg_current_snapshot())::text AS next`,
+);
+
+/** The newest event and the oldest of the $1 ids before it: how fast this database's transaction ids went by. */
+const PACE = sql(
+  'document-event-pace',
+  `WITH last AS (SELECT id, xid, created_at FROM document_events ORDER BY id DESC LIMIT 1)
+   SELECT last.xid::text AS "newestXid", last.created_at AS "newestAt", earlier.xid::text AS "earlierXid", earlier.created_at AS "earlierAt"
+     FROM last LEFT JOIN LATERAL (
+       SELECT xid, created_at FROM document_events WHERE id >= last.id - $1::bigint AND id < last.id ORDER BY id LIMIT 1) earlier ON true`,
+);
+
 /** The event feed's queries over document_events (the events themselves are written with their documents). */
 @Injectable()
 export class DocumentEventsRepository {
@@ -82,5 +107,16 @@ export class DocumentEventsRepository {
   async purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
     const [batch] = await tx.query<PurgeBatch>(PURGE, [range.after, range.olderThan, range.limit]);
     return batch;
+  }
+
+  /** xid8 values as text: the newest event's transaction (null without events), and the cluster's next one. */
+  async transactions(): Promise<{ newest: string | null; next: string }> {
+    const [row] = await this.db.query<{ newest: string | null; next: string }>(TRANSACTIONS);
+    return row;
+  }
+
+  async pace(span: number): Promise<{ newestXid: string; newestAt: Date; earlierXid: string | null; earlierAt: Date | null } | null> {
+    const [row] = await this.db.query<{ newestXid: string; newestAt: Date; earlierXid: string | null; earlierAt: Date | null }>(PACE, [span]);
+    return row ?? null;
   }
 }

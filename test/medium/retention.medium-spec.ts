@@ -140,6 +140,19 @@ describe('retention purges', () => {
       await purgeAll((tx, range) => events.purge(tx, range), 'P90D', 100);
       expect(await feed.list('gone-src', encodeCursor('e', gone.id), 10)).toEqual({ data: [], nextCursor: encodeCursor('e', gone.id), hasMore: false });
     });
+
+    it('reports the newest event’s transaction and the cluster’s next one (the restore check)', async () => {
+      expect((await events.transactions()).newest).toBeNull();
+      await eventsAged('b-src', [1]);
+      await eventsAged('a-src', [1]);
+      const [{ max }] = await rows<{ max: string }>('SELECT xid::text AS max FROM document_events ORDER BY xid DESC LIMIT 1');
+      const { newest, next } = await events.transactions();
+      expect(newest).toBe(max);
+      expect(BigInt(next)).toBeGreaterThan(BigInt(newest!));
+      const pace = await events.pace(1);
+      expect(pace).toMatchObject({ newestXid: max, earlierXid: expect.any(String) });
+      expect(BigInt(pace!.earlierXid!)).toBeLessThan(BigInt(max));
+    });
   });
 
   describe('push deliveries (RETENTION_DELIVERIES)', () => {
