@@ -123,14 +123,21 @@ const OUTCOMES_PER_BUCKET = sql(
 
 /**
  * Retention: of the $3 bank events after id $1, those received before now() - $2 (an ISO 8601 duration),
- * duplicates included. `more`: all $3 were old enough, so older ones may follow.
+ * and with each event the duplicates that repeat it, however recent (through idx_webhook_events_duplicates):
+ * a duplicate shows the event's fields from the event's row, so it does not outlive it. `more`: all $3
+ * were old enough, so older ones may follow.
  */
 const PURGE = sql(
   'bank-event-purge',
   `WITH head AS (
      SELECT id, received_at < now() - $2::interval AS expired FROM webhook_events WHERE id > $1::bigint ORDER BY id LIMIT $3),
-   gone AS (DELETE FROM webhook_events w USING head WHERE w.id = head.id AND head.expired RETURNING 1)
-   SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT max(id) FROM head)::text AS last,
+   gone AS (DELETE FROM webhook_events w USING head WHERE w.id = head.id AND head.expired RETURNING w.id, w.event_id, w.outcome),
+   repeats AS (
+     DELETE FROM webhook_events d
+      WHERE d.outcome = 'duplicate' AND d.event_id IN (SELECT event_id FROM gone WHERE outcome <> 'duplicate')
+        AND NOT EXISTS (SELECT 1 FROM gone WHERE gone.id = d.id)
+     RETURNING 1)
+   SELECT ((SELECT count(*) FROM gone) + (SELECT count(*) FROM repeats))::int AS deleted, (SELECT max(id) FROM head)::text AS last,
           COALESCE((SELECT count(*) = $3 AND bool_and(expired) FROM head), false) AS more`,
 );
 

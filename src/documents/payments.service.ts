@@ -103,7 +103,7 @@ export class PaymentsService {
   /**
    * Retention: a batch of bank events past RETENTION_BANK_EVENTS. Its minimum keeps an eventId far longer
    * than a signed delivery is accepted (WEBHOOK_TOLERANCE_SECONDS), so a purged one cannot come back as new;
-   * an event still unmatched or ambiguous by then is purged too.
+   * an event still unmatched or ambiguous by then is purged too, and an event's duplicates go with it.
    */
   purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
     return this.payments.purge(tx, range);

@@ -77,7 +77,8 @@ describe('retention on two instances', () => {
       documents.push(created.json().id);
     }
     for (const id of [documents[1], documents[4]]) expect((await cancelDocument(a.app, key.key, id)).statusCode).toBe(200);
-    for (let i = 0; i < 3; i++) {
+    // Three bank events, the first repeated by the bank (a duplicate, which goes with its event).
+    for (const i of [0, 1, 2, 0]) {
       const delivery = signedWebhook(TEST_WEBHOOK_SECRET, { eventId: `evt-${key.source}-${i}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: `none-${key.source}` });
       expect((await sendWebhook(i % 2 ? b.app : a.app, delivery)).statusCode).toBe(200);
     }
@@ -92,8 +93,8 @@ describe('retention on two instances', () => {
 
     // Time passes, in one transaction so that no purge sees half of it: the first four events with their
     // deliveries and attempts 100 days old; the deliveries of the next two finished 40 days ago; the next
-    // one still pending after 40 days; two bank events 100 days old; the first key's audit entry 500 days
-    // old; and a source with more old events than one batch takes.
+    // one still pending after 40 days; two bank events 100 days old (not the first one's recent repeat);
+    // the first key's audit entry 500 days old; and a source with more old events than one batch takes.
     const old = feed.slice(0, 4).map((e) => e.id);
     const finished = feed.slice(4, 6).map((e) => e.id);
     const pending = feed[6].id;
@@ -105,7 +106,9 @@ describe('retention on two instances', () => {
       `UPDATE outbound_deliveries SET status = 'pending', next_attempt_at = now() + interval '1 hour', created_at = now() - interval '40 days', last_attempt_at = now() - interval '40 days' WHERE event_id = $1`,
       [pending],
     );
-    await a.db.query(`UPDATE webhook_events SET received_at = now() - interval '100 days' WHERE event_id = ANY($1)`, [[`evt-${key.source}-0`, `evt-${key.source}-1`]]);
+    await a.db.query(`UPDATE webhook_events SET received_at = now() - interval '100 days' WHERE event_id = ANY($1) AND outcome <> 'duplicate'`, [
+      [`evt-${key.source}-0`, `evt-${key.source}-1`],
+    ]);
     await a.db.query(`UPDATE admin_audit_log SET created_at = now() - interval '500 days' WHERE target_id = $1`, [key.id]);
     await a.db.query(
       `WITH doc AS (
@@ -122,7 +125,7 @@ describe('retention on two instances', () => {
       document_events: old.length + BULK_EVENTS,
       outbound_deliveries: old.length + finished.length,
       outbound_delivery_attempts: attempts,
-      webhook_events: 2,
+      webhook_events: 3,
       admin_audit_log: 1,
     };
 

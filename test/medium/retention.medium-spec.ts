@@ -202,7 +202,7 @@ describe('retention purges', () => {
   });
 
   describe('bank events (RETENTION_BANK_EVENTS) and audit entries (RETENTION_AUDIT)', () => {
-    it('deletes bank events received before the period, duplicates included, in batches', async () => {
+    it('deletes bank events received before the period in batches, each with its duplicates', async () => {
       const insert = (eventId: string, outcome: string, days: number) =>
         outcome === 'duplicate'
           ? check.query(
@@ -218,9 +218,21 @@ describe('retention purges', () => {
       await insert('evt-1', 'duplicate', 119);
       await insert('evt-2', 'unmatched', 100);
       await insert('evt-3', 'applied', 10);
+      // The bank repeated evt-1 recently: the repeat goes with the event, which it shows.
+      await insert('evt-1', 'duplicate', 2);
+      await insert('evt-3', 'duplicate', 1);
       const batches = await purgeAll((tx, range) => payments.purge(tx, range), 'P90D', 2);
-      expect(batches.map((b) => b.deleted)).toEqual([2, 1]);
-      expect(await rows('SELECT event_id, outcome FROM webhook_events')).toEqual([{ event_id: 'evt-3', outcome: 'applied' }]);
+      expect(batches.map((b) => b.deleted)).toEqual([3, 1]);
+      expect(await rows('SELECT event_id, outcome FROM webhook_events ORDER BY id')).toEqual([
+        { event_id: 'evt-3', outcome: 'applied' },
+        { event_id: 'evt-3', outcome: 'duplicate' },
+      ]);
+      // Found by their index, not by reading the table (seq scans off: a table this small would be read whole).
+      await check.query('BEGIN');
+      await check.query('SET LOCAL enable_seqscan = off');
+      const plan = await rows<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT 1 FROM webhook_events WHERE outcome = 'duplicate' AND event_id = 'evt-3'`);
+      await check.query('COMMIT');
+      expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/idx_webhook_events_duplicates/);
     });
 
     it('deletes audit entries written before the period', async () => {
