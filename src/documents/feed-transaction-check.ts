@@ -1,4 +1,5 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { describeFailure, isDatabaseUnavailable } from '../common/database-failure';
 import { DocumentEventsRepository } from './document-events.repository';
 
 export const RESTORE_GUIDE = 'docs/operations.md#backup-and-restore';
@@ -24,14 +25,26 @@ export class TransactionCounterBehind extends Error {
  * the cluster they came from: restored into another (newer) cluster, new events would get smaller ids
  * than the restored ones, come before them, and stay invisible to clients holding a cursor among them.
  * So the gateway refuses to start on such a database until the counter is advanced past the feed.
- * Physical backups and point-in-time recovery keep the counter, and never trip this.
+ * Physical backups and point-in-time recovery keep the counter, and never trip this. Checked when the
+ * database answers at start: an instance started with MIGRATIONS_RUN=false while the database is down
+ * (or not migrated yet) still starts, unready, as it always has.
  */
 @Injectable()
 export class FeedTransactionCheck implements OnModuleInit {
+  private readonly logger = new Logger('Database');
+
   constructor(private readonly events: DocumentEventsRepository) {}
 
   async onModuleInit(): Promise<void> {
-    const { newest, next } = await this.events.transactions();
-    if (newest !== null && BigInt(next) <= BigInt(newest)) throw new TransactionCounterBehind(newest, next);
+    let counter: { newest: string | null; next: string };
+    try {
+      counter = await this.events.transactions();
+    } catch (error) {
+      const undefinedTable = (error as { code?: unknown }).code === '42P01';
+      if (!isDatabaseUnavailable(error) && !undefinedTable) throw error;
+      this.logger.warn({ ...describeFailure(error) }, 'Could not check the transaction counter against the feed at start (the database did not answer, or is not migrated)');
+      return;
+    }
+    if (counter.newest !== null && BigInt(counter.next) <= BigInt(counter.newest)) throw new TransactionCounterBehind(counter.newest, counter.next);
   }
 }
