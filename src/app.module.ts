@@ -15,6 +15,7 @@ import { IdempotencyModule } from './idempotency/idempotency.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { OutboundWebhooksModule } from './outbound-webhooks/outbound-webhooks.module';
+import { RetentionModule } from './retention/retention.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
 export interface AppModuleOptions {
@@ -44,6 +45,7 @@ export class AppModule {
         DocumentsModule,
         WebhooksModule,
         OutboundWebhooksModule,
+        RetentionModule,
         ...extraModules,
       ],
       providers: [

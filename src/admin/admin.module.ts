@@ -38,5 +38,6 @@ import { ConsoleAssets } from './console-assets';
     AuditLogService,
     ConsoleAssets,
   ],
+  exports: [AuditLogService],
 })
 export class AdminModule {}

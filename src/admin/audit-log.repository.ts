@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Database, Transaction } from '../database/database';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { sql } from '../database/sql';
 import type { ActorType, AuditAction } from './audit-log.entity';
 
@@ -45,6 +46,16 @@ const PAGE = sql(
     ORDER BY id DESC LIMIT $4`,
 );
 
+/** Retention: of the $3 entries after id $1, those written before now() - $2 (an ISO 8601 duration). */
+const PURGE = sql(
+  'audit-purge',
+  `WITH head AS (
+     SELECT id, created_at < now() - $2::interval AS expired FROM admin_audit_log WHERE id > $1::bigint ORDER BY id LIMIT $3),
+   gone AS (DELETE FROM admin_audit_log a USING head WHERE a.id = head.id AND head.expired RETURNING 1)
+   SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT max(id) FROM head)::text AS last,
+          COALESCE((SELECT count(*) = $3 AND bool_and(expired) FROM head), false) AS more`,
+);
+
 /** Every query of the admin audit log. */
 @Injectable()
 export class AuditLogRepository {
@@ -58,5 +69,10 @@ export class AuditLogRepository {
 
   page(filter: { before?: string; action?: AuditAction; adminId?: string }, limit: number): Promise<AuditRow[]> {
     return this.db.query<AuditRow>(PAGE, [filter.before ?? null, filter.action ?? null, filter.adminId ?? null, limit]);
+  }
+
+  async purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+    const [batch] = await tx.query<PurgeBatch>(PURGE, [range.after, range.olderThan, range.limit]);
+    return batch;
   }
 }

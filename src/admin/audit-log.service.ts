@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { Transaction } from '../database/database';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { Actor, AuditContext } from './admin-actor';
 import { ActorType, AuditAction } from './audit-log.entity';
 import { AuditLogRepository, AuditRow } from './audit-log.repository';
@@ -42,6 +43,11 @@ export class AuditLogService {
       source: entry.source ?? null,
       remoteAddress: context.remoteAddress,
     });
+  }
+
+  /** Retention: a batch of entries past RETENTION_AUDIT. */
+  purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+    return this.entries.purge(tx, range);
   }
 
   /** Newest first; `cursor` the nextCursor of the page before. */

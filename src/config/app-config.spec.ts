@@ -79,6 +79,40 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: true, OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: 15, OUTBOUND_WEBHOOKS_LEASE_SECONDS: 60 });
   });
 
+  it('reads the retention periods as ISO 8601 durations, with the contract\'s defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      RETENTION_EVENTS: 'P90D',
+      RETENTION_DELIVERIES: 'P30D',
+      RETENTION_BANK_EVENTS: 'P90D',
+      RETENTION_AUDIT: 'P400D',
+      RETENTION_INTERVAL_SECONDS: 60,
+    });
+    const config = loadConfig({ RETENTION_EVENTS: 'P1Y', RETENTION_DELIVERIES: 'PT24H', RETENTION_BANK_EVENTS: 'P1W', RETENTION_AUDIT: 'P13M', RETENTION_INTERVAL_SECONDS: '1' });
+    expect(config).toMatchObject({ RETENTION_EVENTS: 'P1Y', RETENTION_DELIVERIES: 'PT24H', RETENTION_BANK_EVENTS: 'P1W', RETENTION_AUDIT: 'P13M', RETENTION_INTERVAL_SECONDS: 1 });
+  });
+
+  const period = (name: string, value: string, range: string, because = '') =>
+    `${name} must be an ISO 8601 duration such as P90D or PT12H (whole numbers), from ${range}${because} (got "${value}")`;
+  const BANK_BECAUSE = " (far beyond the signature window and the bank's retries, so that a purged eventId cannot be applied again)";
+
+  it.each([
+    [{ RETENTION_EVENTS: '90d' }, period('RETENTION_EVENTS', '90d', 'P7D to P100Y')],
+    [{ RETENTION_EVENTS: 'P6D' }, period('RETENTION_EVENTS', 'P6D', 'P7D to P100Y')],
+    [{ RETENTION_EVENTS: 'P1.5W' }, period('RETENTION_EVENTS', 'P1.5W', 'P7D to P100Y')],
+    [{ RETENTION_EVENTS: 'P101Y' }, period('RETENTION_EVENTS', 'P101Y', 'P7D to P100Y')],
+    [{ RETENTION_DELIVERIES: 'PT23H59M59S' }, period('RETENTION_DELIVERIES', 'PT23H59M59S', 'P1D to P100Y')],
+    [{ RETENTION_DELIVERIES: '30 days' }, period('RETENTION_DELIVERIES', '30 days', 'P1D to P100Y')],
+    // The tolerance is at most an hour: a bank event kept for less than a week could come back as new.
+    [{ RETENTION_BANK_EVENTS: 'PT1H' }, period('RETENTION_BANK_EVENTS', 'PT1H', 'P7D to P100Y', BANK_BECAUSE)],
+    [{ RETENTION_BANK_EVENTS: 'PT300S' }, period('RETENTION_BANK_EVENTS', 'PT300S', 'P7D to P100Y', BANK_BECAUSE)],
+    // A month counts as its shortest (28 days) against a minimum.
+    [{ RETENTION_AUDIT: 'P29D' }, period('RETENTION_AUDIT', 'P29D', 'P30D to P100Y')],
+    [{ RETENTION_AUDIT: 'P1M' }, period('RETENTION_AUDIT', 'P1M', 'P30D to P100Y')],
+    [{ RETENTION_INTERVAL_SECONDS: '0' }, 'RETENTION_INTERVAL_SECONDS must be an integer from 1 to 3600 (got "0")'],
+  ])('refuses the retention setting %p and says what it takes', (env, message) => {
+    expect(problemsOf(env)).toEqual([message]);
+  });
+
   it('reports every bad variable at once', () => {
     expect(problemsOf({ PORT: 'x', LOG_LEVEL: 'y', WEBHOOK_TOLERANCE_SECONDS: '-1' })).toHaveLength(3);
   });

@@ -19,6 +19,7 @@ import {
   ValidatorConstraintInterface,
 } from 'class-validator';
 import { TrustedProxies } from '../common/trusted-proxies';
+import { longestSeconds, parseIsoDuration, shortestSeconds } from './iso-duration';
 
 const DELAY = String.raw`\d{1,6}[smhd]`;
 const RETRY_SCHEDULE_PATTERN = new RegExp(`^${DELAY}(,${DELAY}){0,19}$`);
@@ -46,6 +47,26 @@ class TrustedProxyList implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
     return typeof value === 'string' && TrustedProxies.invalidEntries(value).length === 0;
   }
+}
+
+const RETENTION_MAXIMUM = 'P100Y';
+
+/**
+ * A retention period: an ISO 8601 duration of whole numbers (iso-duration.ts) from `minimum` up to a
+ * hundred years; the message states both, and why the minimum is what it is (`because`).
+ */
+function RetentionPeriod(minimum: string, because?: string): PropertyDecorator {
+  const floor = shortestSeconds(parseIsoDuration(minimum)!);
+  const ceiling = longestSeconds(parseIsoDuration(RETENTION_MAXIMUM)!);
+  const message = `must be an ISO 8601 duration such as P90D or PT12H (whole numbers), from ${minimum} to ${RETENTION_MAXIMUM}${because ? ` (${because})` : ''}`;
+  @ValidatorConstraint({ name: `retentionPeriod${minimum}` })
+  class Period implements ValidatorConstraintInterface {
+    validate(value: unknown): boolean {
+      const duration = typeof value === 'string' ? parseIsoDuration(value) : null;
+      return duration !== null && shortestSeconds(duration) >= floor && longestSeconds(duration) <= ceiling;
+    }
+  }
+  return Validate(Period, { message });
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -255,6 +276,30 @@ export class AppConfig {
 
   @IntInRange(1, 64)
   OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY = 8;
+
+  // Retention (CONTRACT §5.2). The minimums guard against a typo that would purge what is still in use:
+  // a client's feed after a week offline and the push retry schedule (about 3 days by default); bank
+  // eventIds long after the signature window (at most an hour) and the bank's own retries (days), so
+  // a purged eventId can neither be replayed nor be re-sent and applied twice; a month of audit entries.
+
+  /** Feed events, and with them their push deliveries and attempts. */
+  @RetentionPeriod('P7D')
+  RETENTION_EVENTS = 'P90D';
+
+  /** Finished (succeeded or failed) push deliveries and their attempts, from their last attempt. */
+  @RetentionPeriod('P1D')
+  RETENTION_DELIVERIES = 'P30D';
+
+  /** Stored bank webhook events, duplicates included, from their arrival. */
+  @RetentionPeriod('P7D', 'far beyond the signature window and the bank\'s retries, so that a purged eventId cannot be applied again')
+  RETENTION_BANK_EVENTS = 'P90D';
+
+  @RetentionPeriod('P30D')
+  RETENTION_AUDIT = 'P400D';
+
+  /** How often each instance looks for rows past their retention; tests shorten it. */
+  @IntInRange(1, 3600)
+  RETENTION_INTERVAL_SECONDS = 60;
 }
 
 export class ConfigValidationError extends Error {

@@ -21,6 +21,7 @@ export type BankEventOutcome = (typeof BANK_EVENT_OUTCOMES)[number];
 @Index('uq_webhook_events_event_id', ['eventId'], { unique: true, where: `outcome <> 'duplicate'` })
 @Index('idx_webhook_events_unmatched', ['providerReference', 'id'], { where: `outcome = 'unmatched'` })
 @Index('idx_webhook_events_outcome', ['outcome', 'id'])
+@Index('idx_webhook_events_duplicates', ['eventId'], { where: `outcome = 'duplicate'` })
 // A BRIN index, which TypeORM cannot declare: left alone by migration:generate.
 @Index('idx_webhook_events_received_at', { synchronize: false })
 @Check(

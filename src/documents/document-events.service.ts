@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor } from '../common/cursor';
+import { Transaction } from '../database/database';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { DocumentEventType } from './document-event.entity';
 import { DocumentEventsRepository, FeedRow } from './document-events.repository';
 import type { DocumentStatus } from './lifecycle';
@@ -52,6 +54,11 @@ export class DocumentEventsService {
   async documentsOf(eventIds: string[]): Promise<Map<string, string>> {
     if (eventIds.length === 0) return new Map();
     return new Map((await this.events.documentsOf(eventIds)).map((row) => [row.id, row.documentId]));
+  }
+
+  /** Retention: a batch of events past RETENTION_EVENTS, with their push deliveries and attempts. */
+  purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+    return this.events.purge(tx, range);
   }
 
   /** An event exactly as the feed lists it; push deliveries send the same view. */

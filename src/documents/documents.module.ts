@@ -7,6 +7,7 @@ import { DocumentsRepository } from './documents.repository';
 import { DocumentsService } from './documents.service';
 import { EventsController } from './events.controller';
 import { FeedSignal } from './feed-signal';
+import { FeedTransactionCheck } from './feed-transaction-check';
 import { PaymentsRepository } from './payments.repository';
 import { PaymentsService } from './payments.service';
 
@@ -17,7 +18,7 @@ import { PaymentsService } from './payments.service';
 @Module({
   imports: [MetricsModule],
   controllers: [DocumentsController, EventsController],
-  providers: [DocumentsRepository, DocumentsService, DocumentEventsRepository, DocumentEventsService, PaymentsRepository, PaymentsService, FeedSignal],
+  providers: [DocumentsRepository, DocumentsService, DocumentEventsRepository, DocumentEventsService, PaymentsRepository, PaymentsService, FeedSignal, FeedTransactionCheck],
   exports: [DocumentsService, DocumentEventsService, PaymentsService, FeedSignal],
 })
 export class DocumentsModule {}

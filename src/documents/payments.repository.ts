@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Database, Transaction } from '../database/database';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { bind, sql } from '../database/sql';
 import { BankEventOutcome, PAYMENT_STATUS_EVENT } from './bank-event.entity';
 import { LOCK_PROVIDER_REFERENCE } from './documents.repository';
@@ -120,6 +121,26 @@ const OUTCOMES_PER_BUCKET = sql(
     GROUP BY 1, 2 ORDER BY 1`,
 );
 
+/**
+ * Retention: of the $3 bank events after id $1, those received before now() - $2 (an ISO 8601 duration),
+ * and with each event the duplicates that repeat it, however recent (through idx_webhook_events_duplicates):
+ * a duplicate shows the event's fields from the event's row, so it does not outlive it. `more`: all $3
+ * were old enough, so older ones may follow.
+ */
+const PURGE = sql(
+  'bank-event-purge',
+  `WITH head AS (
+     SELECT id, received_at < now() - $2::interval AS expired FROM webhook_events WHERE id > $1::bigint ORDER BY id LIMIT $3),
+   gone AS (DELETE FROM webhook_events w USING head WHERE w.id = head.id AND head.expired RETURNING w.id, w.event_id, w.outcome),
+   repeats AS (
+     DELETE FROM webhook_events d
+      WHERE d.outcome = 'duplicate' AND d.event_id IN (SELECT event_id FROM gone WHERE outcome <> 'duplicate')
+        AND NOT EXISTS (SELECT 1 FROM gone WHERE gone.id = d.id)
+     RETURNING 1)
+   SELECT ((SELECT count(*) FROM gone) + (SELECT count(*) FROM repeats))::int AS deleted, (SELECT max(id) FROM head)::text AS last,
+          COALESCE((SELECT count(*) = $3 AND bool_and(expired) FROM head), false) AS more`,
+);
+
 /** Every query of the bank's payment events (table webhook_events). */
 @Injectable()
 export class PaymentsRepository {
@@ -158,5 +179,10 @@ export class PaymentsRepository {
 
   outcomesPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: Date; outcome: BankEventOutcome; count: number }>> {
     return this.db.query(OUTCOMES_PER_BUCKET, [hours, bucketMinutes]);
+  }
+
+  async purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+    const [batch] = await tx.query<PurgeBatch>(PURGE, [range.after, range.olderThan, range.limit]);
+    return batch;
   }
 }

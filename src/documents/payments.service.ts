@@ -4,6 +4,7 @@ import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { Transaction } from '../database/database';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { MetricsService } from '../metrics/metrics.service';
 import { BankEventOutcome } from './bank-event.entity';
 import { DocumentEntity } from './document.entity';
@@ -97,6 +98,15 @@ export class PaymentsService {
     const rows = await this.payments.page({ outcome: filter.outcome, before, providerReference: filter.providerReference }, limit + 1);
     const page = pageOf(rows, limit, (last) => encodeCursor('w', last.position));
     return { data: page.rows.map(toBankEventView), nextCursor: page.nextCursor };
+  }
+
+  /**
+   * Retention: a batch of bank events past RETENTION_BANK_EVENTS. Its minimum keeps an eventId far longer
+   * than a signed delivery is accepted (WEBHOOK_TOLERANCE_SECONDS), so a purged one cannot come back as new;
+   * an event still unmatched or ambiguous by then is purged too, and an event's duplicates go with it.
+   */
+  purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+    return this.payments.purge(tx, range);
   }
 
   /** Bank events of the last `hours` hours by outcome, in buckets of `bucketMinutes` (the console's chart). */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { Database, Queryable } from '../database/database';
+import { Database, Queryable, Transaction } from '../database/database';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { sql } from '../database/sql';
 import type { DeliveryStatus } from './outbound-delivery.entity';
 
@@ -68,6 +69,24 @@ const RESTART = sql(
     WHERE d.id = $1 AND d.status <> 'succeeded' RETURNING ${COLUMNS}`,
 );
 
+/**
+ * Retention: of the $3 deliveries after id $1, the finished ones (succeeded or failed) whose last attempt
+ * was before now() - $2 (an ISO 8601 duration), with their attempts (ON DELETE CASCADE). A pending one is
+ * never taken, and the conditions are on the deleted row itself, so one retried meanwhile (pending again)
+ * is left. `more`: all $3 were created before the cut-off, so older finished ones may follow.
+ */
+const PURGE = sql(
+  'outbound-delivery-purge',
+  `WITH head AS (
+     SELECT id, created_at < now() - $2::interval AS old FROM outbound_deliveries WHERE id > $1::bigint ORDER BY id LIMIT $3),
+   gone AS (
+     DELETE FROM outbound_deliveries d USING head
+      WHERE d.id = head.id AND head.old AND d.status IN ('succeeded', 'failed') AND COALESCE(d.last_attempt_at, d.created_at) < now() - $2::interval
+     RETURNING 1)
+   SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT max(id) FROM head)::text AS last,
+          COALESCE((SELECT count(*) = $3 AND bool_and(old) FROM head), false) AS more`,
+);
+
 /** Push deliveries as the API and the console read them (the worker has its own: DeliveryClaimsRepository). */
 @Injectable()
 export class OutboundDeliveriesRepository {
@@ -98,5 +117,10 @@ export class OutboundDeliveriesRepository {
   async restart(db: Queryable, id: string): Promise<DeliveryRow | null> {
     const [row] = await db.query<DeliveryRow>(RESTART, [id]);
     return row ?? null;
+  }
+
+  async purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+    const [batch] = await tx.query<PurgeBatch>(PURGE, [range.after, range.olderThan, range.limit]);
+    return batch;
   }
 }

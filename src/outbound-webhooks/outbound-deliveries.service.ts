@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, isBigintPosition, pageOf } from '../common/cursor';
 import { Database, Queryable, Transaction } from '../database/database';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { DocumentEventsService } from '../documents/document-events.service';
 import { DeliveryWorker } from './delivery-worker';
 import { AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
@@ -65,6 +66,11 @@ export class OutboundDeliveriesService {
   /** Push attempts of the last `hours` hours by outcome, in buckets of `bucketMinutes` (the console's chart). */
   async attemptsPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: string; succeeded: number; failed: number }>> {
     return (await this.deliveries.attemptsPerBucket(hours, bucketMinutes)).map((row) => ({ ...row, at: row.at.toISOString() }));
+  }
+
+  /** Retention: a batch of finished deliveries past RETENTION_DELIVERIES, with their attempts; pending ones are kept. */
+  purgeFinished(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+    return this.deliveries.purge(tx, range);
   }
 
   private async restart(db: Queryable, deliveryId: string, endpointId?: string): Promise<{ delivery: DeliveryRow; endpointUrl: string }> {

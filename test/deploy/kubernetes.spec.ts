@@ -50,6 +50,7 @@ function exportedToday(): Set<string> {
     { name: 'outbound_webhook_attempt_duration_seconds', type: 'histogram' },
     { name: 'outbound_webhook_queue_depth', type: 'gauge' },
     { name: 'outbound_webhook_oldest_due_age_seconds', type: 'gauge' },
+    { name: 'retention_purged_rows_total', type: 'counter' },
   ];
   return new Set([...defaults, ...own].flatMap(({ name, type }) => (type === 'histogram' ? [name, `${name}_bucket`, `${name}_sum`, `${name}_count`] : [name])));
 }
