@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Database, Queryable, Transaction } from '../database/database';
 import { bind, sql } from '../database/sql';
-import type { ClaimArguments } from '../idempotency/idempotency.repository';
+import { claimOutcome } from '../idempotency/idempotency.repository';
+import type { ClaimArguments, ClaimRow, StoredAnswer } from '../idempotency/idempotency.repository';
 import { DocumentEntity } from './document.entity';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import type { DocumentStatus } from './lifecycle';
@@ -100,9 +101,9 @@ const LOCK_FOR_CREATE = sql(
 );
 
 /**
- * A create in one statement, its answer known in advance: the key is claimed through idempotency_claim()
- * ($15–$22), which stores the answer, and the document and its `document.created` event are written only if
- * it claimed. Nothing at all is written when bank events wait for the providerReference (their effect is not
+ * A create in one statement, its answer known in advance: the key is claimed through idempotency_claim_or_find()
+ * ($15–$22), which stores the answer or says what the key holds, and the document and its `document.created`
+ * event are written only if it claimed. Nothing at all is written when bank events wait for the providerReference (their effect is not
  * in the answer). A duplicate externalId or providerReference fails the statement (unique violation), so the
  * claim goes with it.
  */
@@ -111,13 +112,15 @@ const CREATE_CLAIMED = sql(
   `WITH waiting AS MATERIALIZED (
      SELECT EXISTS (SELECT 1 FROM webhook_events w WHERE w.provider_reference = $12::varchar AND w.outcome = 'unmatched') AS yes),
    claim AS MATERIALIZED (
-     SELECT idempotency_claim($15, $16, $17, $18, $19, $20, $21, $22) AS answer FROM waiting WHERE NOT waiting.yes),
+     SELECT idempotency_claim_or_find($15, $16, $17, $18, $19, $20, $21, $22) AS outcome FROM waiting WHERE NOT waiting.yes),
    doc AS (
-     INSERT INTO documents (${INSERT_COLUMNS}) SELECT ${INSERT_VALUES} FROM claim WHERE claim.answer IS NOT NULL
+     INSERT INTO documents (${INSERT_COLUMNS}) SELECT ${INSERT_VALUES} FROM claim WHERE (claim.outcome).claimed
      RETURNING id, source, status),
    event AS (
      INSERT INTO document_events (source, document_id, type, status) SELECT source, id, 'document.created', status FROM doc)
-   SELECT (SELECT yes FROM waiting) AS waiting, (SELECT answer FROM claim) AS answer`,
+   SELECT waiting.yes AS waiting, (claim.outcome).claimed, (claim.outcome).answer, (claim.outcome).stored_fingerprint AS "storedFingerprint",
+          (claim.outcome).stored_status AS "storedStatus", (claim.outcome).stored_location AS "storedLocation"
+     FROM waiting LEFT JOIN claim ON true`,
 );
 
 /** The general way: the document as stored and its event, or nothing for a duplicate. */
@@ -189,7 +192,10 @@ const CHANGE = sql(
 );
 
 /** What a create that claims its idempotency key in the same statement did (see CREATE_CLAIMED). */
-export type ClaimedCreate = { created: true; answer: string } | { created: false; reason: 'not_claimed' | 'payments_waiting' | 'duplicate' };
+export type ClaimedCreate =
+  | { created: true; answer: string }
+  | { created: false; reason: 'not_claimed'; stored: StoredAnswer | null }
+  | { created: false; reason: 'payments_waiting' | 'duplicate' };
 
 export interface DocumentFilter {
   status?: DocumentStatus;
@@ -210,12 +216,12 @@ export class DocumentsRepository {
   /**
    * Claims the idempotency key (`claim`, idempotency_claim's arguments) and writes the document in one
    * statement; behind LOCK_FOR_CREATE when it has a providerReference (then with BEGIN and COMMIT, all sent
-   * together in one round trip). idempotency_claim takes the key's lock again, which a transaction that
-   * holds it already is granted at once.
+   * together in one round trip). idempotency_claim_or_find takes the key's lock again, which a transaction
+   * that holds it already is granted at once.
    */
   async createClaimed(draft: DocumentDraft, claim: ClaimArguments): Promise<ClaimedCreate> {
     const values = [...draftValues(draft), claim[0], claim[1], claim[2], claim[3], claim[4], claim[5], claim[6], claim[7]];
-    let row: { waiting: boolean; answer: string | null };
+    let row: ClaimRow & { waiting: boolean };
     try {
       row = draft.providerReference
         ? ((await this.db.transactionOf([bind(LOCK_FOR_CREATE, claim[0], claim[1], draft.providerReference), bind(CREATE_CLAIMED, ...values)]))[1][0] as typeof row)
@@ -225,7 +231,8 @@ export class DocumentsRepository {
       throw error;
     }
     if (row.waiting) return { created: false, reason: 'payments_waiting' };
-    return row.answer === null ? { created: false, reason: 'not_claimed' } : { created: true, answer: row.answer };
+    const outcome = claimOutcome(row);
+    return outcome.claimed ? { created: true, answer: outcome.answer } : { created: false, reason: 'not_claimed', stored: outcome.stored };
   }
 
   /** Takes the providerReference lock until `tx` ends (see LOCK_PROVIDER_REFERENCE). */

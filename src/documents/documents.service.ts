@@ -50,7 +50,7 @@ export class DocumentsService {
           this.feed.appended();
           return { result: 'done', stored: created.answer };
         }
-        return { result: created.reason === 'not_claimed' ? 'not_claimed' : 'general' };
+        return created.reason === 'not_claimed' ? { result: 'not_claimed', stored: created.stored } : { result: 'general' };
       },
     };
     return { location: `/api/v1/documents/${draft.id}`, inAdvance, run: (tx) => this.insert(tx, draft) };

@@ -14,7 +14,8 @@ export interface StoredAnswer {
 export type Answer = Omit<StoredAnswer, 'fingerprint'>;
 
 /**
- * The values of idempotency_claim(), in the order of its parameters (migration IdempotencyClaimFunction):
+ * The values of idempotency_claim_or_find() (migration IdempotencyClaimOrFind), which takes idempotency_claim()'s
+ * parameters, in their order (migration IdempotencyClaimFunction):
  * source, key, fingerprint, lifetime in seconds, status, body, location, and the marker the transaction's
  * time replaces in the body (null: none). A statement that claims a key itself passes them as they are.
  */
@@ -26,7 +27,33 @@ const FIND = sql(
      FROM idempotency_records WHERE idempotency_key = $2 AND source = $1 AND expires_at > now()`,
 );
 
-const CLAIM = sql('idempotency-claim', 'SELECT idempotency_claim($1, $2, $3, $4, $5, $6, $7, $8) AS answer');
+const CLAIM = sql(
+  'idempotency-claim',
+  `SELECT claimed, answer, stored_fingerprint AS "storedFingerprint", stored_status AS "storedStatus", stored_location AS "storedLocation"
+     FROM idempotency_claim_or_find($1, $2, $3, $4, $5, $6, $7, $8)`,
+);
+
+/** A row of idempotency_claim_or_find(), as a statement that calls it returns its columns. */
+export interface ClaimRow {
+  claimed: boolean;
+  answer: string | null;
+  storedFingerprint: string | null;
+  storedStatus: number | null;
+  storedLocation: string | null;
+}
+
+/**
+ * What a claim did: claimed, with the answer as stored; or not, with the key's live stored answer (a
+ * replay, or the key used for another request), or none while a request holding the key is still running.
+ */
+export type ClaimOutcome = { claimed: true; answer: string } | { claimed: false; stored: StoredAnswer | null };
+
+/** A ClaimRow as what it says. */
+export function claimOutcome(row: ClaimRow): ClaimOutcome {
+  if (row.claimed) return { claimed: true, answer: row.answer! };
+  if (row.storedFingerprint === null) return { claimed: false, stored: null };
+  return { claimed: false, stored: { fingerprint: row.storedFingerprint, status: row.storedStatus!, body: row.answer!, location: row.storedLocation } };
+}
 
 /** Whether a transaction holds the key's claim: a request with it is still running. Takes nothing. */
 const IN_USE = sql('idempotency-in-use', 'SELECT NOT pg_try_advisory_xact_lock(idempotency_lock_key($1, $2)) AS "inUse"');
@@ -56,10 +83,10 @@ export class IdempotencyRepository {
     return answer ?? null;
   }
 
-  /** Claims the key in `tx` with `args`' answer (a placeholder when it is not known yet); the stored answer, or null when not claimed. */
-  async claim(tx: Transaction, args: ClaimArguments): Promise<string | null> {
-    const [{ answer }] = await tx.query<{ answer: string | null }>(CLAIM, args);
-    return answer;
+  /** Claims the key in `tx` with `args`' answer (a placeholder when it is not known yet), or says why not. */
+  async claim(tx: Transaction, args: ClaimArguments): Promise<ClaimOutcome> {
+    const [row] = await tx.query<ClaimRow>(CLAIM, args);
+    return claimOutcome(row);
   }
 
   async inUse(source: string, key: string): Promise<boolean> {

@@ -12,7 +12,7 @@ const STORED: StoredAnswer = { fingerprint: 'f1', status: 201, body: '{"id":"d1"
 function serviceWith(records: Partial<Record<keyof IdempotencyRepository, jest.Mock>>) {
   const tx = { afterCommit: jest.fn() } as unknown as Transaction;
   const db = { transaction: jest.fn((work: (t: Transaction) => Promise<unknown>) => work(tx)) } as unknown as Database;
-  const repository = { find: jest.fn().mockResolvedValue(null), inUse: jest.fn().mockResolvedValue(false), claim: jest.fn().mockResolvedValue(''), store: jest.fn(), ...records };
+  const repository = { find: jest.fn().mockResolvedValue(null), inUse: jest.fn().mockResolvedValue(false), claim: jest.fn().mockResolvedValue({ claimed: true, answer: '' }), store: jest.fn(), ...records };
   const service = new IdempotencyService(db, repository as unknown as IdempotencyRepository, Object.assign(new AppConfig(), { IDEMPOTENCY_TTL_SECONDS: 60 }));
   return { service, repository, db };
 }
@@ -30,19 +30,25 @@ describe('IdempotencyService', () => {
     expect(repository.store).toHaveBeenCalledWith(expect.anything(), 'acme-erp', 'order-0001', { status: 201, body: '{"id":"d2"}', location: '/api/v1/documents/d2' });
   });
 
-  it('replays the stored answer of the same request, refuses another request\u2019s key, and says in use otherwise', async () => {
-    const replayed = serviceWith({ claim: jest.fn().mockResolvedValue(null), find: jest.fn().mockResolvedValue(STORED) });
+  it('replays the stored answer of the same request, refuses another request\u2019s key, and says in use otherwise, from what the claim found', async () => {
+    const notClaimed = (stored: StoredAnswer | null) => jest.fn().mockResolvedValue({ claimed: false, stored });
+    const replayed = serviceWith({ claim: notClaimed(STORED) });
     const run = jest.fn();
     expect(await replayed.service.execute(CALL, async () => general(run))).toEqual({ status: 201, body: STORED.body, location: STORED.location, replayed: true });
     expect(run).not.toHaveBeenCalled();
 
-    const reused = serviceWith({ claim: jest.fn().mockResolvedValue(null), find: jest.fn().mockResolvedValue({ ...STORED, fingerprint: 'other' }) });
+    const reused = serviceWith({ claim: notClaimed({ ...STORED, fingerprint: 'other' }) });
     expect(await codeOf(reused.service.execute(CALL, async () => general(run)))).toBe('IDEMPOTENCY_KEY_REUSED');
 
-    const busy = serviceWith({ claim: jest.fn().mockResolvedValue(null), inUse: jest.fn().mockResolvedValue(true) });
+    const busy = serviceWith({ claim: notClaimed(null) });
     const error = await busy.service.execute(CALL, async () => general(run)).catch((e: AppError) => e);
     expect(error).toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_USE', headers: { 'Retry-After': '1' } });
     expect(run).not.toHaveBeenCalled();
+    // The claim's own finding is the answer: no second look-up.
+    for (const { repository } of [replayed, reused, busy]) {
+      expect(repository.find).not.toHaveBeenCalled();
+      expect(repository.inUse).not.toHaveBeenCalled();
+    }
   });
 
   it('stores a business refusal as the answer, and lets any other failure roll back unstored', async () => {
@@ -80,10 +86,12 @@ describe('IdempotencyService', () => {
     });
     expect(done.repository.claim).not.toHaveBeenCalled();
 
-    const notClaimed = serviceWith({ find: jest.fn().mockResolvedValue(STORED) });
+    const notClaimed = serviceWith({});
     const run = jest.fn();
-    expect(await notClaimed.service.execute(CALL, async () => inAdvance({ result: 'not_claimed' }, run))).toMatchObject({ replayed: true });
+    expect(await notClaimed.service.execute(CALL, async () => inAdvance({ result: 'not_claimed', stored: STORED }, run))).toMatchObject({ replayed: true, body: STORED.body });
+    expect(await codeOf(notClaimed.service.execute(CALL, async () => inAdvance({ result: 'not_claimed', stored: null }, run)))).toBe('IDEMPOTENCY_KEY_IN_USE');
     expect(run).not.toHaveBeenCalled();
+    expect(notClaimed.repository.find).not.toHaveBeenCalled();
 
     const generalWay = serviceWith({});
     run.mockResolvedValue({ id: 'd2', paid: true });

@@ -94,7 +94,7 @@ export class IdempotencyService {
       case 'done':
         return { ...inAdvance, body: outcome.stored };
       case 'not_claimed':
-        return (await this.keyState(call)) ?? { kind: 'in_use' };
+        return this.stateOf(call, outcome.stored);
       case 'general':
         return null;
     }
@@ -102,15 +102,14 @@ export class IdempotencyService {
 
   /** Claims the key, runs the operation and stores its answer, in one transaction. */
   private async runGeneral(call: IdempotentCall, operation: IdempotentOperation): Promise<Answer | KeyState> {
-    const answer = await this.db.transaction(async (tx) => {
+    return this.db.transaction<Answer | KeyState>(async (tx) => {
       // A placeholder until the answer is known; no other transaction sees the record before it is stored.
-      const claimed = await this.records.claim(tx, this.claimArguments(call, { status: 0, body: '', location: null }, null));
-      if (claimed === null) return null;
+      const claim = await this.records.claim(tx, this.claimArguments(call, { status: 0, body: '', location: null }, null));
+      if (!claim.claimed) return this.stateOf(call, claim.stored);
       const done = await this.attempt(tx, call, operation);
       await this.records.store(tx, call.source, call.key, done);
       return done;
     });
-    return answer ?? (await this.keyState(call)) ?? { kind: 'in_use' };
   }
 
   /** The operation's answer: its value, or a refusal of a stored kind as its problem body. Anything else it throws rolls back. */
@@ -126,8 +125,14 @@ export class IdempotencyService {
   /** What the key says when this request could not claim it; null when it is free. */
   private async keyState(call: IdempotentCall): Promise<KeyState | null> {
     const stored = await this.records.find(this.db, call.source, call.key);
-    if (stored) return stored.fingerprint === call.fingerprint ? { kind: 'stored', answer: stored } : { kind: 'reused' };
+    if (stored) return this.stateOf(call, stored);
     return (await this.records.inUse(call.source, call.key)) ? { kind: 'in_use' } : null;
+  }
+
+  /** The key's state from what a claim that did not claim it found: its live answer, or none while it is in use. */
+  private stateOf(call: IdempotentCall, stored: StoredAnswer | null): KeyState {
+    if (!stored) return { kind: 'in_use' };
+    return stored.fingerprint === call.fingerprint ? { kind: 'stored', answer: stored } : { kind: 'reused' };
   }
 
   private replyFor(state: KeyState): IdempotentReply {

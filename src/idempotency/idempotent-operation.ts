@@ -1,5 +1,5 @@
 import type { Transaction } from '../database/database';
-import type { ClaimArguments } from './idempotency.repository';
+import type { ClaimArguments, StoredAnswer } from './idempotency.repository';
 
 /**
  * What an `@Idempotent()` route's handler returns: the work its request asks for, which the interceptor
@@ -20,10 +20,11 @@ export interface IdempotentOperation<T = unknown> {
 
 /**
  * An operation whose answer is known before the database replies. `claimAndRun` does the work in one
- * statement that also claims the key, by calling idempotency_claim() with `claim` as its arguments: the
- * claim writes the key's record with the answer in it, and the work is done only if the claim was made.
- * Its outcome is `done` with the answer as stored, `not_claimed` (nothing written), or `general` when the
- * work cannot be done that way (nothing written): then it runs the general way, `run`.
+ * statement that also claims the key, by calling idempotency_claim_or_find() with `claim` as its arguments:
+ * the claim writes the key's record with the answer in it, and the work is done only if the claim was made.
+ * Its outcome is `done` with the answer as stored, `not_claimed` (nothing written) with the key's live
+ * stored answer or none while the key is in use, or `general` when the work cannot be done that way
+ * (nothing written): then it runs the general way, `run`.
  */
 export interface AnswerInAdvance<T> {
   /** The answer, with TRANSACTION_TIME wherever the transaction's time belongs. */
@@ -31,7 +32,7 @@ export interface AnswerInAdvance<T> {
   claimAndRun(claim: ClaimArguments): Promise<InAdvanceOutcome>;
 }
 
-export type InAdvanceOutcome = { result: 'done'; stored: string } | { result: 'not_claimed' } | { result: 'general' };
+export type InAdvanceOutcome = { result: 'done'; stored: string } | { result: 'not_claimed'; stored: StoredAnswer | null } | { result: 'general' };
 
 /**
  * Stands, in an answer in advance, for the transaction's time (PostgreSQL's now(), as every default of

@@ -87,12 +87,12 @@ describe('round trips per request on the hot paths (documented in docs/performan
     expect(duplicate.slice(-2)).toEqual([['idempotency-store'], ['COMMIT']]);
   });
 
-  it('replays after the key look-up, a create that claims nothing and the stored answer; reads a document with two statements', async () => {
+  it('replays after the key look-up with a create that claims nothing and finds the stored answer; reads a document with two statements', async () => {
     const idempotencyKey = newIdempotencyKey();
     const body = documentBody(source);
     const created = await postDocument(t.app, key, body, idempotencyKey);
     const replay = await roundTripsOf(async () => expect((await postDocument(t.app, key, body, idempotencyKey)).headers['idempotent-replayed']).toBe('true'));
-    expect(replay).toEqual([['api-key-authenticate'], ['document-create-claimed'], ['idempotency-find']]);
+    expect(replay).toEqual([['api-key-authenticate'], ['document-create-claimed']]);
     const read = await roundTripsOf(async () =>
       expect((await t.app.inject({ method: 'GET', url: `/api/v1/documents/${created.json().id}`, headers: { 'x-api-key': key } })).statusCode).toBe(200),
     );

@@ -49,11 +49,15 @@ describe('DocumentsRepository', () => {
       expect(await count('document_events', `document_id = $1 AND type = 'document.created'`, [draft.id])).toBe(1);
     });
 
-    it('writes nothing for a key that is taken, a duplicate, or a providerReference bank events wait for', async () => {
+    it('writes nothing for a key that is taken (and says what it holds), a duplicate, or a providerReference bank events wait for', async () => {
       const key = `key-${unique()}`;
       await documents.createClaimed(draftDocument(dto()), claim(key));
       const again = draftDocument(dto());
-      expect(await documents.createClaimed(again, claim(key))).toEqual({ created: false, reason: 'not_claimed' });
+      expect(await documents.createClaimed(again, claim(key))).toEqual({
+        created: false,
+        reason: 'not_claimed',
+        stored: { fingerprint: 'f'.repeat(64), status: 201, body: '{"answer":true}', location: '/x' },
+      });
       expect(await documents.find(m.db, again.id)).toBeNull();
 
       const first = dto({ providerReference: `PAY-${unique()}` });
