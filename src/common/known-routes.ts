@@ -19,8 +19,8 @@ export class KnownRoutes {
       for (const m of Array.isArray(method) ? method : [method]) methods.add(m.toUpperCase());
       if (!known) this.routes.push({ pattern, methods });
     });
-    /** A 405 for a known path; for an unknown one, `unknown` (the 404 answer) or nothing (the router's 404 handler answers). */
-    const refuse = async (request: FastifyRequest, unknown?: AppError) => {
+    /** A 405 for a known path; for an unknown one, `unknown`'s 404 answer or nothing (the router's 404 handler answers). */
+    const refuse = async (request: FastifyRequest, unknown?: () => AppError) => {
       if (!request.is404) return;
       const allowed = this.methodsOf(request.url.split('?')[0]);
       if (allowed.length > 0) {
@@ -28,13 +28,14 @@ export class KnownRoutes {
           Allow: allowed.join(', '),
         });
       }
-      if (unknown) throw unknown;
+      if (unknown) throw unknown();
     };
     // A request with a body is answered once it is read, so the HTTP layer's own answers (413, 415) come
     // first, as for any route; one without is answered at once, before a body-less QUERY is asked for the
     // Content-Type it does not need.
     fastify.addHook('onRequest', async (request) => {
-      if (!hasBody(request.headers)) await refuse(request, new AppError('NOT_FOUND', 'No such route or resource'));
+      // The error is made only when it is thrown: an Error captures its stack when constructed.
+      if (!hasBody(request.headers)) await refuse(request, () => new AppError('NOT_FOUND', 'No such route or resource'));
     });
     fastify.addHook('preHandler', (request) => refuse(request));
   }
