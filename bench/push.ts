@@ -30,7 +30,7 @@ const percentile = (values: number[], p: number) => {
  * on a thread of its own, so that answering 1,000 messages does not slow autocannon's event loop, which
  * would count against the creates.
  */
-async function startReceiver() {
+export async function startReceiver() {
   const firstSeen = new Map<string, number>();
   const worker = new Worker(
     `const { createServer } = require('node:http');
