@@ -50,15 +50,14 @@ export function registerHttpHooks(fastify: FastifyInstance, anyMediaTypeRoutes: 
   fastify.addHook('preClose', async () => {
     draining = true;
   });
-  fastify.addHook('onSend', async (_request, reply) => {
+  // Callback hooks rather than async ones: they run on every request, and each async hook costs a promise.
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
     if (draining) reply.header('Connection', 'close');
+    done(null, payload);
   });
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
-    if (request.routeOptions.url && anyMediaTypeRoutes.includes(request.routeOptions.url)) return;
-    if (METHODS_WITH_BODY.has(request.method) && hasBody(request.headers)) {
-      const refusal = mediaTypeRefusal(request.headers);
-      if (refusal) throw refusal;
-    }
+    const checked = !(request.routeOptions.url && anyMediaTypeRoutes.includes(request.routeOptions.url)) && METHODS_WITH_BODY.has(request.method) && hasBody(request.headers);
+    done(checked ? (mediaTypeRefusal(request.headers) ?? undefined) : undefined);
   });
 }

@@ -30,19 +30,23 @@ function clientErrorCode(error: NodeJS.ErrnoException): [ErrorCode, string] {
 /** Each connection's responses under way (pipelined requests may have several): a refusal must not be written into one. */
 const responding = new WeakMap<Socket, Set<ServerResponse>>();
 
-/** Keeps `responding` through the server's documented events, from each request to its response's close. */
+/**
+ * Keeps `responding` through the server's documented `request` event and the responses' documented
+ * state: a finished response is dropped when the connection's next request arrives, so a keep-alive
+ * connection holds only the responses under way, without a listener per response.
+ */
 export function trackResponses(server: Server): void {
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     let responses = responding.get(request.socket);
     if (!responses) responding.set(request.socket, (responses = new Set()));
+    for (const earlier of responses) if (earlier.writableFinished) responses.delete(earlier);
     responses.add(response);
-    response.once('close', () => responses.delete(response));
   });
 }
 
-/** Whether any response on this connection has begun: bytes written after that would corrupt it. */
+/** Whether a response on this connection has begun and not finished: bytes written now would corrupt it. */
 function responseStarted(socket: Socket): boolean {
-  for (const response of responding.get(socket) ?? []) if (response.headersSent) return true;
+  for (const response of responding.get(socket) ?? []) if (response.headersSent && !response.writableFinished) return true;
   return false;
 }
 

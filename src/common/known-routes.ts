@@ -20,24 +20,23 @@ export class KnownRoutes {
       if (!known) this.routes.push({ pattern, methods });
     });
     /** A 405 for a known path; for an unknown one, `unknown`'s 404 answer or nothing (the router's 404 handler answers). */
-    const refuse = async (request: FastifyRequest, unknown?: () => AppError) => {
-      if (!request.is404) return;
+    const refusal = (request: FastifyRequest, unknown?: () => AppError): AppError | undefined => {
+      if (!request.is404) return undefined;
       const allowed = this.methodsOf(request.url.split('?')[0]);
       if (allowed.length > 0) {
-        throw new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; the Allow header lists the methods that are`, undefined, {
+        return new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; the Allow header lists the methods that are`, undefined, {
           Allow: allowed.join(', '),
         });
       }
-      if (unknown) throw unknown();
+      return unknown?.();
     };
     // A request with a body is answered once it is read, so the HTTP layer's own answers (413, 415) come
     // first, as for any route; one without is answered at once, before a body-less QUERY is asked for the
-    // Content-Type it does not need.
-    fastify.addHook('onRequest', async (request) => {
-      // The error is made only when it is thrown: an Error captures its stack when constructed.
-      if (!hasBody(request.headers)) await refuse(request, () => new AppError('NOT_FOUND', 'No such route or resource'));
+    // Content-Type it does not need. The 404 error is made only when it is sent (an Error captures its stack).
+    fastify.addHook('onRequest', (request, _reply, done) => {
+      done(hasBody(request.headers) ? undefined : refusal(request, () => new AppError('NOT_FOUND', 'No such route or resource')));
     });
-    fastify.addHook('preHandler', (request) => refuse(request));
+    fastify.addHook('preHandler', (request, _reply, done) => done(refusal(request)));
   }
 
   /** The methods `path` takes, in a stable order; none for a path no route has. */

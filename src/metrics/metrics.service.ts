@@ -64,11 +64,12 @@ export class MetricsService {
 
   /** Labels use the route template (`/api/v1/documents/:id`), never the raw URL, to keep cardinality bounded. */
   instrument(fastify: FastifyInstance): void {
-    fastify.addHook('onResponse', async (request, reply) => {
+    fastify.addHook('onResponse', (request, reply, done) => {
       const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
       this.requests.inc(labels);
       this.duration.observe(labels, reply.elapsedTime / 1000);
       if (request.databaseFailure) this.databaseUnavailable.inc({ cause: request.databaseFailure });
+      done();
     });
   }
 
