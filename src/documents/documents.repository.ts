@@ -101,11 +101,11 @@ const LOCK_FOR_CREATE = sql(
 );
 
 /**
- * A create in one statement, its answer known in advance: the key is claimed through idempotency_claim_or_find()
- * ($15–$22), which stores the answer or says what the key holds, and the document and its `document.created`
- * event are written only if it claimed. Nothing at all is written when bank events wait for the providerReference (their effect is not
- * in the answer). A duplicate externalId or providerReference fails the statement (unique violation), so the
- * claim goes with it.
+ * A create in one statement, its answer known in advance: the key is claimed through
+ * idempotency_claim_or_find() ($15–$22), which stores the answer or says what the key holds, and the
+ * document and its `document.created` event are written only if it claimed. Nothing at all is written when
+ * bank events wait for the providerReference (their effect is not in the answer). A duplicate externalId or
+ * providerReference fails the statement (unique violation), so the claim goes with it.
  */
 const CREATE_CLAIMED = sql(
   'document-create-claimed',
@@ -214,7 +214,7 @@ export class DocumentsRepository {
   constructor(private readonly db: Database) {}
 
   /**
-   * Claims the idempotency key (`claim`, idempotency_claim's arguments) and writes the document in one
+   * Claims the idempotency key (`claim`, idempotency_claim_or_find's arguments) and writes the document in one
    * statement; behind LOCK_FOR_CREATE when it has a providerReference (then with BEGIN and COMMIT, all sent
    * together in one round trip). idempotency_claim_or_find takes the key's lock again, which a transaction
    * that holds it already is granted at once.

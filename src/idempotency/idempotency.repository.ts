@@ -14,8 +14,8 @@ export interface StoredAnswer {
 export type Answer = Omit<StoredAnswer, 'fingerprint'>;
 
 /**
- * The values of idempotency_claim_or_find() (migration IdempotencyClaimOrFind), which takes idempotency_claim()'s
- * parameters, in their order (migration IdempotencyClaimFunction):
+ * The values of idempotency_claim_or_find() (migration IdempotencyClaimOrFind), which takes
+ * idempotency_claim()'s parameters, in their order (migration IdempotencyClaimFunction):
  * source, key, fingerprint, lifetime in seconds, status, body, location, and the marker the transaction's
  * time replaces in the body (null: none). A statement that claims a key itself passes them as they are.
  */
