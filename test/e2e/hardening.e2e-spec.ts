@@ -300,6 +300,12 @@ describe('hardening: the HTTP layer on a real socket', () => {
     expect(parseRawResponse(after).status).toBe(200);
   });
 
+  it('answers garbage sent after a finished answer on the same connection with a clean 400 behind it', async () => {
+    const raw = await rawExchange(port, ['GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n', 'NOT HTTP AT ALL\r\n\r\n'], 300);
+    expect(raw.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 400']);
+    expectProblem(raw.slice(raw.lastIndexOf('HTTP/1.1 400')), 400);
+  });
+
   it('answers conflicting Content-Length headers with 400 problem+json', async () => {
     const raw = await rawExchange(port, ['POST /api/v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}']);
     const res = expectProblem(raw, 400);

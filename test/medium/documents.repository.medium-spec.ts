@@ -53,7 +53,9 @@ describe('DocumentsRepository', () => {
       const key = `key-${unique()}`;
       await documents.createClaimed(draftDocument(dto()), claim(key));
       const again = draftDocument(dto());
-      expect(await documents.createClaimed(again, claim(key))).toEqual({
+      // Another request's claim under the same key: what comes back is what the first one stored, not these.
+      const another: ClaimArguments = ['acme-erp', key, 'e'.repeat(64), 86400, 202, '{"answer":"other"}', '/y', null];
+      expect(await documents.createClaimed(again, another)).toEqual({
         created: false,
         reason: 'not_claimed',
         stored: { fingerprint: 'f'.repeat(64), status: 201, body: '{"answer":true}', location: '/x' },

@@ -60,7 +60,8 @@ describe('IdempotencyRepository and idempotency_claim_or_find()', () => {
     release();
     expect(await first).toEqual({ claimed: true, answer: '{"id":"x"}' });
     expect(await records.inUse('acme-erp', k)).toBe(false);
-    expect(await m.db.transaction((tx) => records.claim(tx, claimOf(k, { status: 500, body: 'another answer', location: null })))).toEqual({
+    const another: ClaimArguments = ['acme-erp', k, 'e'.repeat(64), 86400, 500, 'another answer', null, MARKER];
+    expect(await m.db.transaction((tx) => records.claim(tx, another))).toEqual({
       claimed: false,
       stored: { fingerprint: 'f'.repeat(64), status: 201, body: '{"id":"x"}', location: '/x' },
     });
