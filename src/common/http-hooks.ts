@@ -57,7 +57,8 @@ export function registerHttpHooks(fastify: FastifyInstance, anyMediaTypeRoutes: 
   });
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
-    const checked = !(request.routeOptions.url && anyMediaTypeRoutes.includes(request.routeOptions.url)) && METHODS_WITH_BODY.has(request.method) && hasBody(request.headers);
-    done(checked ? (mediaTypeRefusal(request.headers) ?? undefined) : undefined);
+    const route = request.routeOptions.url;
+    if ((route && anyMediaTypeRoutes.includes(route)) || !METHODS_WITH_BODY.has(request.method) || !hasBody(request.headers)) return done();
+    done(mediaTypeRefusal(request.headers) ?? undefined);
   });
 }
