@@ -1,3 +1,4 @@
+import { inSequence } from '../support/database';
 import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, uniqueSource } from '../support/factories';
 import { waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -195,7 +196,7 @@ describe('administrators (CONTRACT §4.1)', () => {
       for (const url of ['/admin/api-keys', '/admin/admins', '/admin/audit-log', '/admin/webhook-events', '/admin/webhook-endpoints', '/admin/outbound-deliveries', `/admin/documents?source=${key.source}`, '/admin/stats/outbound-deliveries', '/admin/stats/webhook-events']) {
         expect([url, (await as(token, 'GET', url)).statusCode]).toEqual([url, 200]);
       }
-      const before = await Promise.all(['api_keys', 'admins', 'admin_audit_log', 'webhook_endpoints'].map(count));
+      const before = await inSequence(['api_keys', 'admins', 'admin_audit_log', 'webhook_endpoints'], count);
       const writes: Array<[Method, string, object?]> = [
         ['POST', '/admin/api-keys', { source: uniqueSource() }],
         ['POST', `/admin/api-keys/${key.id}/revoke`],
@@ -211,7 +212,7 @@ describe('administrators (CONTRACT §4.1)', () => {
         expect([method, url, res.statusCode, res.json().code]).toEqual([method, url, 403, 'FORBIDDEN']);
         expect(res.headers['content-type']).toContain('application/problem+json');
       }
-      expect(await Promise.all(['api_keys', 'admins', 'admin_audit_log', 'webhook_endpoints'].map(count))).toEqual(before);
+      expect(await inSequence(['api_keys', 'admins', 'admin_audit_log', 'webhook_endpoints'], count)).toEqual(before);
       expect((await as(token, 'GET', `/admin/api-keys/${key.id}`)).json().status).toBe('ACTIVE');
     });
 

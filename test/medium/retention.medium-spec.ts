@@ -9,6 +9,7 @@ import { DocumentEventsService } from '../../src/documents/document-events.servi
 import { PaymentsRepository } from '../../src/documents/payments.repository';
 import { OutboundDeliveriesRepository } from '../../src/outbound-webhooks/outbound-deliveries.repository';
 import { RetentionRepository } from '../../src/retention/retention.repository';
+import { inSequence } from '../support/database';
 import { mediumDatabase, MediumDatabase } from '../support/medium';
 
 /**
@@ -160,7 +161,7 @@ describe('retention purges', () => {
       await endpointFor('acme-erp');
       const ids = await eventsAged('acme-erp', [60, 50, 45, 40, 3]);
       const delivery = async (eventId: string) => (await rows<{ id: string }>(`SELECT id FROM outbound_deliveries WHERE event_id = $1`, [eventId]))[0].id;
-      const d = await Promise.all(ids.map(delivery));
+      const d = await inSequence(ids, delivery);
       await check.query(`UPDATE outbound_deliveries SET status = 'succeeded', last_attempt_at = created_at WHERE id IN (${d[0]}, ${d[4]})`);
       await check.query(`UPDATE outbound_deliveries SET status = 'failed', last_attempt_at = created_at + interval '3 days' WHERE id = ${d[1]}`);
       // Created long ago, but retried until recently: kept until its last attempt is old enough.

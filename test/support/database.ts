@@ -82,3 +82,13 @@ export async function holdInsert(db: Client, databaseUrl: string, table: string,
     },
   };
 }
+
+/**
+ * `work` for each item, one after another: a pg Client runs one query at a time, and queries handed to it
+ * while another runs are queued by a mechanism pg deprecates (and pg 9 removes).
+ */
+export async function inSequence<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (const item of items) results.push(await work(item));
+  return results;
+}
