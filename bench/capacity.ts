@@ -11,25 +11,22 @@
  */
 import 'reflect-metadata';
 import autocannon from 'autocannon';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgres';
+import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import { removeDataDir } from '../src/database/embedded-postgres-layout';
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { documentBody } from '../test/support/factories';
-import { GATEWAY_NODE_ARGS } from '../test/support/processes';
+import { BENCH_WEBHOOK_SECRET, issueKey, startBenchGateway } from './gateway';
 import { startReceiver } from './push';
 
 const RATE = Number(process.env.CAPACITY_RATE ?? 200);
 const SECONDS = Number(process.env.CAPACITY_SECONDS ?? 10);
 const ROUNDS = Number(process.env.CAPACITY_ROUNDS ?? 3);
-const ADMIN_TOKEN = 'capacity-admin-token-0123456789';
-const SECRET = 'capacity-webhook-secret-0123456789';
 const TICK_US = 1e6 / 100; // USER_HZ is 100 on Linux
 
 /** utime + stime (+ children's, for the postmaster) of a process, in µs; 0 once it is gone. */
@@ -96,28 +93,10 @@ async function main(): Promise<void> {
   await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   const dataDirectory = (await db.query<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'data_directory'`)).rows[0].setting;
   const postmaster = Number(readFileSync(join(dataDirectory, 'postmaster.pid'), 'utf8').split('\n')[0]);
-  const port = await freePort();
-  const gateway = spawn(process.execPath, GATEWAY_NODE_ARGS, {
-    env: {
-      ...process.env,
-      DATABASE_URL: database.url,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'silent',
-      ADMIN_TOKEN,
-      BANK_WEBHOOK_SECRET: SECRET,
-      RATE_LIMIT_PER_MINUTE: '1000000',
-      OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',
-    },
-    stdio: 'inherit',
-  });
+  const gateway = await startBenchGateway(database.url);
   const receiver = await startReceiver();
-  const url = `http://127.0.0.1:${port}`;
+  const { url } = gateway;
   try {
-    for (let i = 0; !(await fetch(`${url}/health/ready`).then((r) => r.ok, () => false)); i++) {
-      if (i > 300) throw new Error('the gateway did not become ready');
-      await new Promise((r) => setTimeout(r, 100));
-    }
     const paths = await preparePaths(url, receiver.url);
     const measure = async (options: autocannon.Options): Promise<Sample> => {
       await autocannon({ ...options, connections: 16, overallRate: RATE, duration: 3 });
@@ -126,11 +105,11 @@ async function main(): Promise<void> {
       await db.query('SELECT pg_stat_statements_reset()');
       const wal0 = (await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0].lsn;
       const pg0 = clusterCpuUs(postmaster);
-      const gw0 = cpuUs(gateway.pid!);
+      const gw0 = cpuUs(gateway.child.pid!);
       const result = await autocannon({ ...options, connections: 16, overallRate: RATE, duration: SECONDS });
       // The window closes once what the requests started (push deliveries, key usage) has been done.
       await new Promise((r) => setTimeout(r, 1500));
-      const gatewayCpuUs = cpuUs(gateway.pid!) - gw0;
+      const gatewayCpuUs = cpuUs(gateway.child.pid!) - gw0;
       const pgCpuUs = clusterCpuUs(postmaster) - pg0;
       const { rows } = await db.query<{ wal: string; statements: string }>(
         `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::bigint AS wal,
@@ -165,8 +144,7 @@ async function main(): Promise<void> {
     process.stdout.write('| path | statements | WAL bytes | PostgreSQL CPU µs | gateway CPU µs | p50 ms | p99 ms | non-2xx |\n|---|---:|---:|---:|---:|---:|---:|---:|\n');
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    gateway.kill('SIGTERM');
-    await new Promise((r) => gateway.once('exit', r));
+    await gateway.stop();
     await receiver.close();
     await db.end();
     await database.stop();
@@ -174,15 +152,7 @@ async function main(): Promise<void> {
 }
 
 async function preparePaths(url: string, receiverUrl: string): Promise<Array<{ name: string; options: autocannon.Options }>> {
-  const issue = async (source: string) => {
-    const response = await fetch(`${url}/admin/api-keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ source }),
-    });
-    if (response.status !== 201) throw new Error(`issuing a key for ${source} answered ${response.status}`);
-    return ((await response.json()) as { key: string }).key;
-  };
+  const issue = (source: string) => issueKey(url, source);
   const source = `capacity-${Date.now()}`;
   const pushedSource = `${source}-push`;
   const key = await issue(source);
@@ -227,7 +197,7 @@ async function preparePaths(url: string, receiverUrl: string): Promise<Array<{ n
         setupRequest: (req) => {
           const body = JSON.stringify(event());
           const timestamp = new Date().toISOString();
-          return { ...req, body, headers: { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(SECRET, timestamp, body) } };
+          return { ...req, body, headers: { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(BENCH_WEBHOOK_SECRET, timestamp, body) } };
         },
       },
     ],

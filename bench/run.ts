@@ -12,18 +12,15 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawn } from 'node:child_process';
-import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgres';
+import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import { removeDataDir } from '../src/database/embedded-postgres-layout';
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { documentBody } from '../test/support/factories';
-import { GATEWAY_NODE_ARGS } from '../test/support/processes';
+import { BENCH_WEBHOOK_SECRET, issueKey, startBenchGateway } from './gateway';
 import { runPushScenario } from './push';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const ADMIN_TOKEN = 'bench-admin-token-0123456789';
-const SECRET = 'bench-webhook-secret-0123456789';
 
 const documentJson = (source: string) => JSON.stringify(documentBody(source, { externalId: randomUUID() }));
 
@@ -31,47 +28,21 @@ async function main(): Promise<void> {
   const dataDir = process.env.DATABASE_URL ? undefined : await mkdtemp(join(tmpdir(), 'gateway-bench-'));
   const embedded = dataDir ? await startEmbeddedPostgres({ dataDir }) : undefined;
   const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
-  const port = await freePort();
-  const gateway = spawn(process.execPath, GATEWAY_NODE_ARGS, {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'silent',
-      ADMIN_TOKEN,
-      BANK_WEBHOOK_SECRET: SECRET,
-      RATE_LIMIT_PER_MINUTE: '1000000',
-      // The push scenario's receiver listens on loopback.
-      OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',
-    },
-    stdio: 'inherit',
-  });
-  const url = `http://127.0.0.1:${port}`;
   try {
-    await runScenarios(url, databaseUrl);
+    const gateway = await startBenchGateway(databaseUrl);
+    try {
+      await runScenarios(gateway.url, databaseUrl);
+    } finally {
+      await gateway.stop();
+    }
   } finally {
-    gateway.kill('SIGTERM');
-    await new Promise((r) => gateway.once('exit', r));
     await embedded?.stop();
     if (dataDir) await removeDataDir(dataDir);
   }
 }
 
 async function runScenarios(url: string, databaseUrl: string): Promise<void> {
-  for (let i = 0; !(await fetch(`${url}/health/ready`).then((r) => r.ok, () => false)); i++) {
-    if (i > 300) throw new Error('the gateway did not become ready');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const issue = async (source: string) => {
-    const response = await fetch(`${url}/admin/api-keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ source }),
-    });
-    if (response.status !== 201) throw new Error(`issuing a key for ${source} answered ${response.status}`);
-    return ((await response.json()) as { key: string }).key;
-  };
+  const issue = (source: string) => issueKey(url, source);
   const source = `bench-${Date.now()}`;
   const apiHeaders = { 'x-api-key': await issue(source), 'content-type': 'application/json' };
   // One at a time: the admin lockout counts each call in flight until its token is compared (429 past 10).
@@ -126,7 +97,7 @@ async function runScenarios(url: string, databaseUrl: string): Promise<void> {
               return {
                 ...req,
                 body,
-                headers: { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(SECRET, timestamp, body) },
+                headers: { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(BENCH_WEBHOOK_SECRET, timestamp, body) },
               };
             },
           },
