@@ -237,10 +237,45 @@ describe('hardening: bad input', () => {
       expect(res.headers['strict-transport-security']).toBeDefined();
     });
 
+    // Only headers that mean something for data: a browser never renders a JSON answer as a page.
+    const JSON_SET = ['content-security-policy', 'strict-transport-security', 'x-content-type-options', 'x-frame-options', 'referrer-policy', 'cross-origin-resource-policy'];
+    const PAGE_ONLY = ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection'];
+
+    it('on JSON answers (a document, a problem, health) are the REST set, with a policy that allows nothing', async () => {
+      const created = await postDocument(t.app, source.key, documentBody(source.source));
+      const answers = [
+        created,
+        await t.app.inject({ method: 'GET', url: `/api/v1/documents/${created.json().id}`, headers: { 'x-api-key': source.key } }),
+        await t.app.inject({ method: 'GET', url: '/api/v1/documents/not-a-uuid', headers: { 'x-api-key': source.key } }),
+        await t.app.inject({ method: 'GET', url: '/no/such/route' }),
+        await t.app.inject({ method: 'GET', url: '/health/live' }),
+      ];
+      for (const res of answers) {
+        expect(res.headers['content-type']).toMatch(/^application\/(problem\+)?json/);
+        expect(res.headers['content-security-policy']).toBe("default-src 'none'; frame-ancestors 'none'");
+        expect(res.headers['referrer-policy']).toBe('no-referrer');
+        expect(res.headers['cross-origin-resource-policy']).toBe('same-origin');
+        for (const name of JSON_SET) expect(res.headers[name]).toBeDefined();
+        for (const name of PAGE_ONLY) expect(res.headers[name]).toBeUndefined();
+      }
+    });
+
+    it('on pages and their files (Swagger UI, /metrics text) are helmet\'s whole set with the page policy', async () => {
+      for (const url of ['/docs', '/metrics']) {
+        const res = await t.app.inject({ method: 'GET', url });
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).not.toMatch(/json/);
+        expect(res.headers['content-security-policy']).toContain("script-src 'self'");
+        expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+        for (const name of [...JSON_SET, ...PAGE_ONLY]) expect(res.headers[name]).toBeDefined();
+      }
+    });
+
     it('leave the console its own stricter policy', async () => {
       const res = await t.app.inject({ method: 'GET', url: '/admin' });
       expect(res.headers['content-security-policy']).toBe(CONSOLE_CSP);
       expect(res.headers['x-frame-options']).toBe('DENY');
+      for (const name of PAGE_ONLY) expect(res.headers[name]).toBeDefined();
     });
   });
 });
