@@ -260,7 +260,7 @@ describe('hardening: bad input', () => {
       }
     });
 
-    it('on pages and their files (Swagger UI, /metrics text) are helmet\'s whole set with the page policy', async () => {
+    it('on pages (Swagger UI, the /metrics text) are helmet\'s whole set with the page policy', async () => {
       for (const url of ['/docs', '/metrics']) {
         const res = await t.app.inject({ method: 'GET', url });
         expect(res.statusCode).toBe(200);
