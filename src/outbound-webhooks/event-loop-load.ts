@@ -18,6 +18,8 @@ export class EventLoopLoad implements OnModuleInit, OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
 
   onModuleInit(): void {
+    // The first window starts when sampling does, not when the class was built (start-up work is not load).
+    this.last = performance.eventLoopUtilization();
     this.timer = setInterval(() => this.sample(), WINDOW_MS).unref();
   }
 
