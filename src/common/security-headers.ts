@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  * The headers helmet sets for `options`, worked out once. With static directives they are the same on
  * every response, and @fastify/helmet rebuilt (parsed and validated) the whole policy per request.
  */
-export function securityHeaders(options: HelmetOptions): Record<string, string> {
+function securityHeaders(options: HelmetOptions): Record<string, string> {
   const headers: Record<string, string> = {};
   const response = {
     setHeader: (name: string, value: string | number) => {
@@ -21,7 +21,7 @@ export function securityHeaders(options: HelmetOptions): Record<string, string> 
 }
 
 /** A JSON answer loads nothing and may be framed by no one. */
-export const JSON_CSP = "default-src 'none'; frame-ancestors 'none'";
+const JSON_CSP = "default-src 'none'; frame-ancestors 'none'";
 
 /**
  * What OWASP's REST Security Cheat Sheet asks of API answers (a policy that allows nothing, no framing,
@@ -31,14 +31,14 @@ const JSON_ANSWER_HEADERS = ['strict-transport-security', 'x-content-type-option
 
 const isJson = (contentType: unknown) => typeof contentType === 'string' && /^application\/(?:[\w.+-]*\+)?json\b/i.test(contentType);
 
-export interface SecurityHeaderSets {
+interface SecurityHeaderSets {
   /** Every answer's. */
   json: Record<string, string>;
   /** Added to answers a browser renders as a page (anything but JSON): helmet's whole set for `options`. */
   page: Record<string, string>;
 }
 
-export function securityHeaderSets(options: HelmetOptions): SecurityHeaderSets {
+function securityHeaderSets(options: HelmetOptions): SecurityHeaderSets {
   const page = securityHeaders(options);
   const json: Record<string, string> = { 'content-security-policy': JSON_CSP };
   for (const name of JSON_ANSWER_HEADERS) if (page[name] !== undefined) json[name] = page[name];

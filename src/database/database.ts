@@ -93,11 +93,12 @@ export class Database implements Queryable, OnApplicationShutdown {
   ) {}
 
   async query<R extends QueryResultRow>(statement: Sql, values: readonly unknown[] = []): Promise<R[]> {
+    // Checked before a connection is taken: a value pg cannot send never reaches a connection.
     sendable(values);
     const { client, release } = await this.checkout();
     let failure: unknown = undefined;
     try {
-      return (await client.query<R>({ name: statement.name, text: statement.text, values: sendable(values) })).rows;
+      return (await client.query<R>({ name: statement.name, text: statement.text, values: values as unknown[] })).rows;
     } catch (error) {
       failure = error;
       throw asDatabaseUnavailable(error);
