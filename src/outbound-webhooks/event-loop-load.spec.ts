@@ -39,6 +39,19 @@ describe('EventLoopLoad', () => {
     expect(await quietWithin(load, 2_000)).toBe(true);
   });
 
+  it('does not count work done before sampling starts (start-up) as load', async () => {
+    const fresh = new EventLoopLoad();
+    spin(1_000);
+    fresh.onModuleInit();
+    try {
+      // After the first window and before the second: the first must not reach back into the spin.
+      await sleep(75);
+      expect(fresh.busy()).toBe(false);
+    } finally {
+      fresh.onApplicationShutdown();
+    }
+  });
+
   it('is not busy when the loop does a little work at a time', async () => {
     let seenBusy = false;
     for (let i = 0; i < 30; i += 1) {
