@@ -29,7 +29,7 @@ export const ROLE_RANK: Record<AdminRole, number> = { viewer: 1, operator: 2, ad
 
 /**
  * The least role a route needs. Without it a GET needs `viewer` and anything else `admin`
- * (CONTRACT §4.1: viewers read, operators also retry deliveries and switch endpoints, admins do everything).
+ * (README, "Administration": viewers read, operators also retry deliveries and switch endpoints, admins do everything).
  */
 export const RequiresRole = Reflector.createDecorator<AdminRole>();
 

@@ -7,7 +7,7 @@ import { Gcra, RateDecision } from './gcra';
 import { SharedRateLimit } from './shared-rate-limit';
 
 const SWEEP_INTERVAL_MS = 60_000;
-/** A shared store slower than this counts as down (CONTRACT §5.1): the request goes on with this instance's counters. */
+/** A shared store slower than this counts as down (docs/operations.md, "Shared rate limit (Redis)"): the request goes on with this instance's counters. */
 const SHARED_STORE_TIMEOUT_MS = 50;
 /** While the shared store is down, how often it is asked whether it is back. */
 const PROBE_INTERVAL_MS = 1000;

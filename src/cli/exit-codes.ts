@@ -70,7 +70,7 @@ export interface CliFailure {
   errors?: FieldError[];
 }
 
-/** The problem+json object of CONTRACT §1 without `instance` and `requestId`, which name an HTTP request. */
+/** The problem+json object (README, "Errors") without `instance` and `requestId`, which name an HTTP request. */
 export interface CliProblem extends CliFailure {
   type: 'about:blank';
   title: string;

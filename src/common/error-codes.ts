@@ -1,4 +1,4 @@
-/** The error codes of CONTRACT §1 and the one HTTP status each stands for. */
+/** The error codes (README, "Errors") and the one HTTP status each stands for. */
 export const ERROR_STATUS = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,

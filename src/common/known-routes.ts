@@ -4,7 +4,7 @@ import { hasBody } from './http-hooks';
 
 /**
  * The methods each known path takes, collected as routes are registered, so that a known path asked with
- * another method is a 405 with `Allow` (CONTRACT §1) rather than the 404 an unknown path gets.
+ * another method is a 405 with `Allow` (README, "Errors") rather than the 404 an unknown path gets.
  */
 export class KnownRoutes {
   private readonly routes: Array<{ pattern: RegExp; methods: Set<string> }> = [];

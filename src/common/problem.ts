@@ -70,7 +70,7 @@ function classify(error: unknown): { code: ErrorCode; detail: string; errors?: F
   return { code: 'INTERNAL_ERROR', detail: 'An unexpected error occurred' };
 }
 
-/** Turns any thrown value into the one error shape of CONTRACT §1, without internals. */
+/** Turns any thrown value into the one error shape (README, "Errors"), without internals. */
 export function toProblem(error: unknown, instance: string, requestId: string): Problem {
   const { code, detail, errors, headers = {} } = classify(error);
   const status = ERROR_STATUS[code];

@@ -21,7 +21,7 @@ function parseEntry(entry: string): Range[] {
 }
 
 /**
- * TRUSTED_PROXIES (CONTRACT §5.1): the peers whose X-Forwarded-For is believed. Fastify takes the client
+ * TRUSTED_PROXIES (README, "Configuration"): the peers whose X-Forwarded-For is believed. Fastify takes the client
  * address from the header only through trusted peers (the rightmost address that is not itself trusted);
  * from anyone else the header is ignored.
  */

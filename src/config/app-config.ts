@@ -96,7 +96,7 @@ const toBool = ({ value }: { value: unknown }) => {
 };
 
 /**
- * The environment of CONTRACT §5, validated once at start. Property names are the variable names so
+ * The environment (README, "Configuration"), validated once at start. Property names are the variable names so
  * that every message names exactly what the operator has to change.
  */
 export class AppConfig {
@@ -277,7 +277,7 @@ export class AppConfig {
   @IntInRange(1, 64)
   OUTBOUND_WEBHOOKS_ENDPOINT_CONCURRENCY = 8;
 
-  // Retention (CONTRACT §5.2). The minimums guard against a typo that would purge what is still in use:
+  // Retention (docs/operations.md, "Retention"). The minimums guard against a typo that would purge what is still in use:
   // a client's feed after a week offline and the push retry schedule (about 3 days by default); bank
   // eventIds long after the signature window (at most an hour) and the bank's own retries (days), so
   // a purged eventId can neither be replayed nor be re-sent and applied twice; a month of audit entries.

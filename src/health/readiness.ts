@@ -4,7 +4,7 @@ import { DatabaseUnavailable, databaseFailureOf } from '../common/database-failu
 import { DatabaseProbe } from './database-probe';
 
 /**
- * Whether this instance should get traffic: not while it drains (from SIGTERM on, CONTRACT §5), and not
+ * Whether this instance should get traffic: not while it drains (from SIGTERM on, README "Operations"), and not
  * while its database does not answer.
  */
 @Injectable()

@@ -11,7 +11,7 @@ const refuse = (message: string) => AppError.validation([{ field: 'url', message
 const LOCAL_TRIALS = 'http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials';
 
 /**
- * CONTRACT §2.6 URL rules, checked when an endpoint is created or its URL changed; answers the URL as it
+ * The URL rules of push endpoints (README, "Push notifications"), checked when an endpoint is created or its URL changed; answers the URL as it
  * is stored and called, normalised by the WHATWG parser the sender uses too (so what an administrator
  * reads is where messages go: `https://a.example\@b.example/` is stored as `https://a.example/@b.example/`).
  * The address check here only gives an early, clear answer: DNS can change, so the sender checks the

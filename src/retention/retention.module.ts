@@ -6,7 +6,7 @@ import { OutboundWebhooksModule } from '../outbound-webhooks/outbound-webhooks.m
 import { RetentionRepository } from './retention.repository';
 import { RetentionService } from './retention.service';
 
-/** Retention (CONTRACT §5.2): the periodic purge of what only grows; each module keeps its own statement. */
+/** Retention (docs/operations.md, "Retention"): the periodic purge of what only grows; each module keeps its own statement. */
 @Module({
   imports: [MetricsModule, DocumentsModule, OutboundWebhooksModule, AdminModule],
   providers: [RetentionRepository, RetentionService],

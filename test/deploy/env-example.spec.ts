@@ -6,7 +6,7 @@ import { readEnvExample, statedDefault } from './env-example';
 const COMPOSE_ONLY = new Set(['PUBLISH_ADDRESS', 'COMPOSE_PROFILES', 'POSTGRES_USER', 'POSTGRES_PASSWORD', 'POSTGRES_DB']);
 
 /**
- * Variables of CONTRACT §4.1, §5 and §5.1–5.2 that .env.example lists (commented out, with the contract's
+ * Variables of the README's Configuration that .env.example lists (commented out, with the documented
  * defaults) before the configuration class has them. Each is checked like any other as soon as AppConfig
  * declares it; until then it may only be commented out.
  */

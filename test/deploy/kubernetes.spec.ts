@@ -56,7 +56,7 @@ function exportedToday(): Set<string> {
 }
 
 /**
- * Metrics of CONTRACT §5–5.2 that the alerts and the dashboard use before the gateway exports them.
+ * Metrics of docs/operations.md that the alerts and the dashboard use before the gateway exports them.
  * test/e2e/deploy-metrics.e2e-spec.ts checks every used name against a running gateway's /metrics.
  */
 const ANNOUNCED_METRICS = [
@@ -251,7 +251,7 @@ describe('deploy/kubernetes/monitoring: alerts and dashboard', () => {
     expect(dashboardExpressions().length).toBeGreaterThan(20);
   });
 
-  it('uses only metrics the gateway exports or CONTRACT §5 announces, in expressions that parse', () => {
+  it('uses only metrics the gateway exports or docs/operations.md announces, in expressions that parse', () => {
     // metricNames throws on an expression that does not parse.
     const unknown = [...usedMetrics()].filter(([name]) => !known.has(name)).map(([name, where]) => `${name} (${where.join(', ')})`);
     expect(unknown).toEqual([]);

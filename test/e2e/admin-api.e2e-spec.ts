@@ -4,7 +4,7 @@ import { startTestApp, TestApp, TEST_ADMIN_TOKEN } from '../support/test-app';
 
 const KEY_OBJECT_FIELDS = ['createdAt', 'expiresAt', 'id', 'last4', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'source', 'status'];
 
-describe('admin REST endpoints (CONTRACT §4)', () => {
+describe('admin REST endpoints', () => {
   let t: TestApp;
   const issuedKeys: string[] = [];
 

@@ -22,11 +22,11 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * Console sign-in by OpenID Connect (CONTRACT §4.1) against a real provider (`oidc-provider`, started by the
+ * Console sign-in by OpenID Connect against a real provider (`oidc-provider`, started by the
  * test at http://localhost:…) and the built gateway as a process at http://127.0.0.1:…, so the provider and
  * the console are different sites as they are in production, through a real Chromium.
  */
-describeWithBrowser('admin single sign-on')('console single sign-on (CONTRACT §4.1)', () => {
+describeWithBrowser('admin single sign-on')('console single sign-on', () => {
   let provider: Spawned;
   let gateway: Spawned;
   let databaseUrl: string;

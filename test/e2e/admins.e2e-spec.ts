@@ -16,8 +16,8 @@ interface Admin {
 
 const ENV = { OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '1h', OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '2' };
 
-/** Administrators as people (CONTRACT §4.1): accounts, roles, personal tokens, the audit trail, operators' tools. */
-describe('administrators (CONTRACT §4.1)', () => {
+/** Administrators as people: accounts, roles, personal tokens, the audit trail, operators' tools. */
+describe('administrators', () => {
   let t: TestApp;
   let other: TestApp;
   let receiver: WebhookReceiver;

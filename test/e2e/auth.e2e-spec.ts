@@ -11,7 +11,7 @@ const me = (t: TestApp, key?: string) =>
 /** A 401 body without the parts that differ per request. */
 const shape = (body: Record<string, unknown>) => ({ ...body, requestId: undefined });
 
-describe('API keys on /api/v1 (spec §5.1, CONTRACT §2.1)', () => {
+describe('API keys on /api/v1', () => {
   let t: TestApp;
   let db: Client;
 
@@ -139,7 +139,7 @@ describe('revocation across two instances on one database', () => {
   });
 });
 
-describe('rate limit per API key (CONTRACT §1)', () => {
+describe('rate limit per API key', () => {
   let t: TestApp;
 
   beforeAll(async () => {

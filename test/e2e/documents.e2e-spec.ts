@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
 import { startTestApp, TestApp } from '../support/test-app';
 
-describe('documents API (CONTRACT §2.3)', () => {
+describe('documents API', () => {
   let t: TestApp;
   let db: Client;
   let acme: IssuedKey;

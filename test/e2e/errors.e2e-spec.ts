@@ -17,7 +17,7 @@ class FailingModule {}
 
 const PROBLEM = /^application\/problem\+json/;
 
-describe('error model (CONTRACT §1)', () => {
+describe('error model', () => {
   let t: TestApp;
 
   /** A real POST route that takes a JSON body, behind the admin token. */

@@ -3,7 +3,7 @@ import { cancelDocument, documentBody, FeedEvent, feedOnceReady, IssuedKey, newS
 import { holdDocumentInsert } from '../support/database';
 import { startTestApp, TestApp } from '../support/test-app';
 
-describe('event feed GET /api/v1/events (CONTRACT §2.5)', () => {
+describe('event feed GET /api/v1/events', () => {
   let t: TestApp;
   const feed = (key: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/events${query}`, headers: { 'x-api-key': key } });
   const settled = (key: string, count: number) => feedOnceReady(t.app, key, (events) => events.length >= count, `${count} events in the feed`);

@@ -15,7 +15,7 @@ const ENV = {
   OUTBOUND_WEBHOOKS_LEASE_SECONDS: '10',
 };
 
-describe('push notifications (CONTRACT §2.6)', () => {
+describe('push notifications', () => {
   let t: TestApp;
   const receivers: WebhookReceiver[] = [];
 

@@ -2,7 +2,7 @@ import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWith
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
 /**
- * A providerReference is unique within a source only (CONTRACT §2.3, §3): one tenant can no longer take
+ * A providerReference is unique within a source only: one tenant can no longer take
  * another's bank reference, learn that it is in use, or get its payments; a bank event for a reference
  * several sources claim moves no document until an administrator says which one it was for.
  */

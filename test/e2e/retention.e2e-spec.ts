@@ -22,7 +22,7 @@ type Table = (typeof TABLES)[number];
 const BULK_EVENTS = 12_001;
 
 /**
- * Retention (CONTRACT §5.2) with the default periods on two instances of one database, each purging every
+ * Retention with the default periods on two instances of one database, each purging every
  * second: rows are made old by dating them back, as time would. Whatever is past its period goes, in
  * batches, on whichever instance gets to a table first; the rest, and every document, stays; the feed pages
  * on across the purged range; the metric counts each row once.

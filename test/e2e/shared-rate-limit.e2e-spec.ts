@@ -48,7 +48,7 @@ async function pausableProxy(): Promise<{ url: string; pause(): void; resume(): 
 const me = (t: TestApp, key: string) => t.app.inject({ method: 'GET', url: '/api/v1/me', headers: { 'x-api-key': key } });
 const storeUp = async (t: TestApp) => /^rate_limit_shared_store_up (\d)$/m.exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1];
 
-describe('the per-key rate limit shared through Redis (CONTRACT §5.1)', () => {
+describe('the per-key rate limit shared through Redis', () => {
   it('lets two instances together allow what one would, and tells every answer its budget', async () => {
     const env = { REDIS_URL: `redis://${REDIS.host}:${REDIS.port}`, RATE_LIMIT_PER_MINUTE: '10' };
     const one = await startTestApp({ env });

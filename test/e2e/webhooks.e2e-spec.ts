@@ -20,7 +20,7 @@ const paymentEvent = (providerReference: string, status: string, extra: Record<s
   ...extra,
 });
 
-describe('bank webhook POST /api/webhooks/payments/bank (spec §4.2, §5.3, CONTRACT §3)', () => {
+describe('bank webhook POST /api/webhooks/payments/bank', () => {
   let t: TestApp;
   let db: Client;
   let acme: IssuedKey;

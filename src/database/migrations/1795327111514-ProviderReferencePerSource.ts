@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * A providerReference is unique within a source only (CONTRACT §2.3). Unique across all sources, one
+ * A providerReference is unique within a source only (README, "Documents, lifecycle and the event feed"). Unique across all sources, one
  * source could take another's reference first: its document got the other's payment status, the owner's
  * own document was refused with a 409 that also told it the reference was in use. The bank event's
  * look-up by reference across sources keeps an index of its own.

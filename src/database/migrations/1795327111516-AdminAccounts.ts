@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Administrators as people (CONTRACT §4.1): accounts with a role, their personal tokens and console
+ * Administrators as people (README, "Administration"): accounts with a role, their personal tokens and console
  * sessions (hashes only), the OpenID Connect sign-ins under way, and an audit log that names its actor
  * and target. Endpoints may be disabled by an administrator (disabledReason "admin").
  */
