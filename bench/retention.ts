@@ -18,11 +18,10 @@
 import 'reflect-metadata';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { createDatabase } from '../src/database/database.module';
 import { runMigrations } from '../src/database/migrations-runner';
-import { statementNamed } from '../src/database/sql';
 import { buildDataSourceOptions } from '../src/database/typeorm-options';
-import { DocumentEventsRepository } from '../src/documents/document-events.repository';
+import { DocumentEventEntity } from '../src/documents/document-event.entity';
+import { DocumentEventsRepository, PURGE_EVENTS } from '../src/documents/document-events.repository';
 import { RETENTION_BATCH } from '../src/retention/retention.service';
 import { RetentionRepository } from '../src/retention/retention.repository';
 
@@ -125,7 +124,7 @@ async function main(): Promise<void> {
   // 3. The gateway's batched purge; first one batch of it under EXPLAIN ANALYZE, rolled back: where its time goes.
   const olderThan = `P${Math.round(DAYS * (1 - PURGE_PERCENT / 100))}D`;
   await c.query('BEGIN');
-  await c.query(`PREPARE purge_batch AS ${statementNamed('document-event-purge').text}`);
+  await c.query(`PREPARE purge_batch AS ${PURGE_EVENTS}`);
   const plan = await c.query(`EXPLAIN (ANALYZE, BUFFERS, WAL, FORMAT JSON) EXECUTE purge_batch('0', '${olderThan}', ${RETENTION_BATCH})`);
   await c.query('ROLLBACK');
   await c.query('DEALLOCATE ALL');
@@ -134,8 +133,8 @@ async function main(): Promise<void> {
     `one batch under EXPLAIN ANALYZE: ${explained['Execution Time'].toFixed(0)} ms, WAL ${mb(explained.Plan['WAL Bytes'] ?? 0)}; ` +
       (explained.Triggers ?? []).map((t: { 'Trigger Name': string; Time: number; Calls: number }) => `${t['Trigger Name']} ${t.Time.toFixed(0)} ms for ${t.Calls} rows`).join(', '),
   );
-  const db = createDatabase({ url: URL, poolSize: 2, lifetimeSeconds: 3600, timeouts: { statementMs: 60000, lockMs: 2000 } });
-  const events = new DocumentEventsRepository(db);
+  const db = await new DataSource(buildDataSourceOptions(URL, { poolSize: 2, lifetimeSeconds: 3600, timeouts: { statementMs: 60000, lockMs: 2000 } })).initialize();
+  const events = new DocumentEventsRepository(db.getRepository(DocumentEventEntity));
   const locks = new RetentionRepository();
   const batchMs: number[] = [];
   const purged = new Map<string, number>();
@@ -154,7 +153,7 @@ async function main(): Promise<void> {
       after = batch.last;
     }
   });
-  await db.onApplicationShutdown();
+  await db.destroy();
   const sorted = [...batchMs].sort((x, y) => x - y);
   const rows = [...purged.values()].reduce((x, y) => x + y, 0);
   console.log(

@@ -2,7 +2,6 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { PinoLogger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
-import { useLeanAsyncResourceBind } from './common/async-resource-bind';
 import { registerHttpHooks, requestIdFor } from './common/http-hooks';
 import { answerClientError, answerFrameworkError, trackResponses } from './common/http-layer-errors';
 import { limitConnectionsPerClient } from './common/connection-limits';
@@ -10,6 +9,7 @@ import { KnownRoutes } from './common/known-routes';
 import { TrustedProxies } from './common/trusted-proxies';
 import { registerJsonBodyParser } from './common/json-body-parser';
 import { registerSecurityHeaders } from './common/security-headers';
+import { IdempotencyCoverage } from './idempotency/idempotency-coverage';
 import { AppLogger } from './logging/app-logger';
 import { registerRequestLog } from './logging/logging.module';
 import { MetricsService } from './metrics/metrics.service';
@@ -41,7 +41,6 @@ const DEFAULT_CSP = {
  */
 export async function createApp(options: AppModuleOptions): Promise<NestFastifyApplication> {
   const { config } = options;
-  useLeanAsyncResourceBind();
   const trustedProxies = TrustedProxies.parse(config.TRUSTED_PROXIES);
   const adapter = new FastifyAdapter({
     // request.ip: the client's address, taken from X-Forwarded-For only through a trusted proxy.
@@ -79,11 +78,14 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   // After the hooks every answer gets (security headers, request id); before the routes are registered
   // (by app.init below), so that it sees every one of them.
   new KnownRoutes().collectFrom(fastify);
+  const idempotency = new IdempotencyCoverage();
+  idempotency.watch(fastify);
   registerRequestLog(fastify, (await app.resolve(PinoLogger)).logger);
   registerJsonBodyParser(fastify, rawBodyRoutes, config.BODY_LIMIT_BYTES);
   app.get(MetricsService).instrument(fastify);
   setupOpenApi(app, { rawBodyRoutes });
   await app.init();
+  idempotency.assertComplete();
   await fastify.ready();
   return app;
 }

@@ -35,7 +35,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config),
         LoggingModule.forRoot(config, logDestination),
-        DatabaseModule.forRoot(databaseUrl),
+        DatabaseModule.forRoot({ config, url: databaseUrl }),
         ScheduleModule.forRoot(),
         HealthModule,
         MetricsModule,

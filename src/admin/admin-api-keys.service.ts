@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ApiKeysService, ApiKeyView } from '../auth/api-keys.service';
 import { AppError } from '../common/app-error';
-import { Database } from '../database/database';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { AuditContext } from './admin-actor';
 import { AuditLogService } from './audit-log.service';
 
@@ -11,7 +12,7 @@ export type IssuedKeyView = ApiKeyView & { key: string };
 @Injectable()
 export class AdminApiKeysService {
   constructor(
-    private readonly db: Database,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly apiKeys: ApiKeysService,
     private readonly audit: AuditLogService,
   ) {}
@@ -21,7 +22,7 @@ export class AdminApiKeysService {
     if (expiresAt && expiresAt <= new Date()) {
       throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
     }
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const { row, key } = await this.apiKeys.issue(tx, { source: input.source, name: input.name, expiresAt });
       await this.audit.record(tx, context, { action: 'api_key.created', target: { type: 'api_key', id: row.id }, source: row.source });
       return { ...ApiKeysService.view(row), key };
@@ -38,7 +39,7 @@ export class AdminApiKeysService {
   }
 
   revoke(context: AuditContext, id: string): Promise<ApiKeyView> {
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const key = await this.apiKeys.revoke(tx, id);
       await this.audit.record(tx, context, { action: 'api_key.revoked', target: { type: 'api_key', id: key.id }, source: key.source });
       return ApiKeysService.view(key);
@@ -46,7 +47,7 @@ export class AdminApiKeysService {
   }
 
   rotate(context: AuditContext, id: string, graceSeconds: number): Promise<IssuedKeyView> {
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const { old, issued } = await this.apiKeys.rotate(tx, id, graceSeconds);
       await this.audit.record(tx, context, { action: 'api_key.rotated', target: { type: 'api_key', id: old.id }, source: old.source });
       await this.audit.record(tx, context, { action: 'api_key.created', target: { type: 'api_key', id: issued.row.id }, source: old.source });

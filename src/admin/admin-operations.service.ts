@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { Database } from '../database/database';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { DocumentEventsService, DocumentEventView } from '../documents/document-events.service';
 import { DocumentsService } from '../documents/documents.service';
 import { DocumentResponseDto } from '../documents/dto/document-response.dto';
@@ -28,7 +29,7 @@ export interface DocumentDetail {
 @Injectable()
 export class AdminOperationsService {
   constructor(
-    private readonly db: Database,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly documents: DocumentsService,
     private readonly events: DocumentEventsService,
     private readonly payments: PaymentsService,
@@ -38,7 +39,7 @@ export class AdminOperationsService {
   ) {}
 
   setEndpointEnabled(context: AuditContext, id: string, enabled: boolean): Promise<AdminWebhookEndpointDto> {
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const endpoint = await this.endpoints.setEnabledByAdmin(tx, id, enabled);
       await this.audit.record(tx, context, {
         action: enabled ? 'webhook_endpoint.enabled' : 'webhook_endpoint.disabled',
@@ -50,7 +51,7 @@ export class AdminOperationsService {
   }
 
   retryDelivery(context: AuditContext, id: string): Promise<AdminDeliveryDto> {
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const delivery = await this.deliveries.retryForAdmin(tx, id);
       await this.audit.record(tx, context, { action: 'outbound_delivery.retried', target: { type: 'outbound_delivery', id: delivery.id }, source: delivery.source });
       return delivery;
@@ -58,7 +59,7 @@ export class AdminOperationsService {
   }
 
   applyBankEvent(context: AuditContext, eventId: string, documentId: string): Promise<BankEventView> {
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const { event, document } = await this.payments.applyTo(tx, eventId, documentId);
       await this.audit.record(tx, context, { action: 'webhook_event.applied', target: { type: 'webhook_event', id: eventId }, source: document.source });
       return event;

@@ -3,7 +3,8 @@ import { Interval } from '@nestjs/schedule';
 import { randomBytes } from 'node:crypto';
 import { generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token';
 import { AppConfig } from '../config/app-config';
-import { Database } from '../database/database';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { AuditContext } from './admin-actor';
 import { AdminsRepository } from './admins.repository';
 import { AuditLogService } from './audit-log.service';
@@ -19,7 +20,7 @@ export type RefusalReason = 'unknown_state' | 'provider_error' | 'email_not_veri
 export type SignInOutcome = { kind: 'signed_in'; sessionToken: string; maxAgeSeconds: number } | { kind: 'refused'; reason: RefusalReason };
 
 /**
- * Console sign-in by OpenID Connect (CONTRACT §4.1): authorization code flow with PKCE, `state` and
+ * Console sign-in by OpenID Connect (README, "Single sign-on"): authorization code flow with PKCE, `state` and
  * `nonce`, through `openid-client`. What a sign-in started (state, nonce, PKCE verifier) is kept in the
  * database, so the callback may reach any instance and each state is used once. The verified `email`
  * claim must belong to an enabled administrator; the session is then a database row whose opaque token
@@ -33,7 +34,7 @@ export class AdminSsoService {
 
   constructor(
     private readonly config: AppConfig,
-    private readonly db: Database,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly admins: AdminsRepository,
     private readonly audit: AuditLogService,
   ) {}
@@ -93,10 +94,10 @@ export class AdminSsoService {
 
     const sessionToken = generateOpaqueToken(SESSION_TOKEN_PREFIX);
     const maxAgeSeconds = this.config.ADMIN_SESSION_MAX_SECONDS;
-    await this.db.transaction(async (tx) => {
+    await this.dataSource.transaction(async (tx) => {
       const sessionId = await this.admins.insertSession(tx, {
         adminId: admin.id,
-        hash: hashOpaqueToken(sessionToken),
+        tokenHash: hashOpaqueToken(sessionToken),
         csrfToken: randomBytes(32).toString('base64url'),
         maxSeconds: maxAgeSeconds,
       });
@@ -110,7 +111,7 @@ export class AdminSsoService {
 
   /** Ends a console session: its cookie stops working on every instance at once. */
   signOut(context: AuditContext, sessionId: string): Promise<void> {
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       await this.admins.endSession(tx, sessionId);
       await this.audit.record(tx, context, { action: 'admin.signed_out', target: { type: 'admin_session', id: sessionId } });
     });
@@ -124,7 +125,7 @@ export class AdminSsoService {
 
   private async refuse(context: Omit<AuditContext, 'actor'>, reason: RefusalReason, email: string | null): Promise<SignInOutcome> {
     this.logger.warn({ reason, remoteAddress: context.remoteAddress }, 'Console sign-in refused');
-    await this.db.transaction((tx) =>
+    await this.dataSource.transaction((tx) =>
       this.audit.record(tx, { ...context, actor: { type: 'session', adminId: null, email } }, { action: 'admin.sign_in_refused' }),
     );
     return { kind: 'refused', reason };

@@ -1,4 +1,5 @@
-import { Check, Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, PrimaryGeneratedColumn, VirtualColumn } from 'typeorm';
+import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql';
 
 export const ADMIN_ROLES = ['viewer', 'operator', 'admin'] as const;
 export type AdminRole = (typeof ADMIN_ROLES)[number];
@@ -30,6 +31,10 @@ export class AdminEntity {
 
   @Column({ name: 'last_seen_at', type: 'timestamptz', nullable: true })
   lastSeenAt: Date | null;
+
+  /** created_at in microseconds since the epoch (a Date keeps milliseconds): the position of a keyset cursor. */
+  @VirtualColumn({ type: 'bigint', query: MICROSECONDS_OF_CREATED_AT })
+  position: string;
 }
 
 /** An admin's personal token (`adm_tax_…`): only its SHA-256 is stored. */

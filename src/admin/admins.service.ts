@@ -3,10 +3,11 @@ import { AppError } from '../common/app-error';
 import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
 import { displayParts, generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token';
 import { isUuid } from '../common/validation';
-import { Database, Transaction } from '../database/database';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { AdminPrincipal, AuditContext } from './admin-actor';
-import type { AdminRole } from './admin.entity';
-import { AdminRow, AdminsRepository, AdminTokenRow } from './admins.repository';
+import type { AdminEntity, AdminRole, AdminTokenEntity } from './admin.entity';
+import { AdminsRepository } from './admins.repository';
 import { AuditLogService } from './audit-log.service';
 
 export const ADMIN_TOKEN_PREFIX = 'adm_tax_';
@@ -35,17 +36,17 @@ export interface AdminTokenView {
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
-/** Administrators' accounts and personal tokens (CONTRACT §4.1); each change and its audit entry commit together. */
+/** Administrators' accounts and personal tokens (README, "Administration"); each change and its audit entry commit together. */
 @Injectable()
 export class AdminsService {
   constructor(
-    private readonly db: Database,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly admins: AdminsRepository,
     private readonly audit: AuditLogService,
   ) {}
 
   create(context: AuditContext, input: { email: string; role: AdminRole; name?: string }): Promise<AdminView> {
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const admin = await this.admins.insert(tx, { email: input.email, name: input.name ?? null, role: input.role });
       if (!admin) throw new AppError('DUPLICATE_ADMIN', 'An administrator with this email exists');
       await this.audit.record(tx, context, { action: 'admin.created', target: { type: 'admin', id: admin.id } });
@@ -69,9 +70,11 @@ export class AdminsService {
    * brings back its tokens (revoke those separately), never a session.
    */
   update(context: AuditContext, id: string, change: { role?: AdminRole; name?: string | null; disabled?: boolean }): Promise<AdminView> {
-    return this.db.transaction(async (tx) => {
-      await this.find(id, tx);
-      const admin = await this.admins.update(tx, id, change);
+    return this.dataSource.transaction(async (tx) => {
+      const current = await this.find(id, tx);
+      // Disabling keeps the first time it was disabled; enabling clears it.
+      const disabledAt = change.disabled === undefined ? undefined : change.disabled ? (current.disabledAt ?? new Date()) : null;
+      const admin = await this.admins.update(tx, id, { role: change.role, name: change.name, disabledAt });
       if (change.disabled) await this.admins.endSessionsOf(tx, id);
       await this.audit.record(tx, context, { action: 'admin.updated', target: { type: 'admin', id } });
       return toAdminView(admin);
@@ -83,11 +86,11 @@ export class AdminsService {
     this.mayManageTokensOf(principal, adminId);
     const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
     if (expiresAt && expiresAt <= new Date()) throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const admin = await this.find(adminId, tx);
       if (admin.disabledAt) throw new AppError('INVALID_STATE_TRANSITION', 'A disabled administrator gets no new token');
       const token = generateOpaqueToken(ADMIN_TOKEN_PREFIX);
-      const row = await this.admins.insertToken(tx, { adminId, name: input.name ?? null, hash: hashOpaqueToken(token), ...displayParts(token), expiresAt });
+      const row = await this.admins.insertToken(tx, { adminId, name: input.name ?? null, tokenHash: hashOpaqueToken(token), ...displayParts(token), expiresAt });
       await this.audit.record(tx, principal, { action: 'admin_token.created', target: { type: 'admin_token', id: row.id } });
       return { ...toTokenView(row), token };
     });
@@ -100,7 +103,7 @@ export class AdminsService {
 
   /** By an `admin`, or by the token's own admin; revoking twice keeps the first time. */
   revokeToken(principal: AdminPrincipal & AuditContext, tokenId: string): Promise<AdminTokenView> {
-    return this.db.transaction(async (tx) => {
+    return this.dataSource.transaction(async (tx) => {
       const token = isUuid(tokenId) ? await this.admins.findTokenForUpdate(tx, tokenId) : null;
       if (!token) throw new AppError('NOT_FOUND', 'No such admin token');
       this.mayManageTokensOf(principal, token.adminId);
@@ -117,14 +120,14 @@ export class AdminsService {
   }
 
   /** `lockIn`: locked (FOR UPDATE) in that transaction. */
-  private async find(id: string, lockIn?: Transaction): Promise<AdminRow> {
-    const admin = isUuid(id) ? await this.admins.find(lockIn ?? this.db, id, { forUpdate: Boolean(lockIn) }) : null;
+  private async find(id: string, lockIn?: EntityManager): Promise<AdminEntity> {
+    const admin = isUuid(id) ? await (lockIn ? this.admins.findForUpdate(lockIn, id) : this.admins.find(id)) : null;
     if (!admin) throw new AppError('NOT_FOUND', 'No such administrator');
     return admin;
   }
 }
 
-export function toAdminView(admin: AdminRow): AdminView {
+export function toAdminView(admin: AdminEntity): AdminView {
   return {
     id: admin.id,
     email: admin.email,
@@ -136,7 +139,7 @@ export function toAdminView(admin: AdminRow): AdminView {
   };
 }
 
-function toTokenView(token: AdminTokenRow): AdminTokenView {
+function toTokenView(token: AdminTokenEntity): AdminTokenView {
   return {
     id: token.id,
     adminId: token.adminId,

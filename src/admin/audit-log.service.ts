@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
-import { Transaction } from '../database/database';
+import { EntityManager } from 'typeorm';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { Actor, AuditContext } from './admin-actor';
-import { ActorType, AuditAction } from './audit-log.entity';
-import { AuditLogRepository, AuditRow } from './audit-log.repository';
+import { ActorType, AuditAction, AuditLogEntity } from './audit-log.entity';
+import { AuditLogRepository } from './audit-log.repository';
 
 export interface AuditEntryView {
   id: string;
@@ -28,25 +28,28 @@ export class AuditLogService {
 
   /** Written in the change's own transaction, so an entry exists exactly when its change does. */
   async record(
-    tx: Transaction,
+    tx: EntityManager,
     context: AuditContext,
     entry: { action: AuditAction; target?: { type: string; id: string }; source?: string | null; actor?: Actor },
   ): Promise<void> {
     const actor = entry.actor ?? context.actor;
+    const target = entry.target ?? null;
     await this.entries.insert(tx, {
       action: entry.action,
+      // key_id predates target_type/target_id and stays filled for an API key's entries.
+      keyId: target?.type === 'api_key' ? target.id : null,
       actorType: actor.type,
       actorAdminId: actor.adminId,
       actorEmail: actor.email,
-      targetType: entry.target?.type ?? null,
-      targetId: entry.target?.id ?? null,
+      targetType: target?.type ?? null,
+      targetId: target?.id ?? null,
       source: entry.source ?? null,
       remoteAddress: context.remoteAddress,
     });
   }
 
   /** Retention: a batch of entries past RETENTION_AUDIT. */
-  purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+  purge(tx: EntityManager, range: PurgeRange): Promise<PurgeBatch> {
     return this.entries.purge(tx, range);
   }
 
@@ -59,7 +62,7 @@ export class AuditLogService {
   }
 }
 
-function view(row: AuditRow): AuditEntryView {
+function view(row: AuditLogEntity): AuditEntryView {
   return {
     id: row.id,
     action: row.action,

@@ -1,4 +1,5 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, VirtualColumn } from 'typeorm';
+import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql';
 
 @Entity('api_keys')
 @Index('idx_api_keys_source', ['source', 'createdAt'])
@@ -38,4 +39,8 @@ export class ApiKeyEntity {
 
   @Column({ name: 'replaced_by_id', type: 'uuid', nullable: true })
   replacedById: string | null;
+
+  /** created_at in microseconds since the epoch (a Date keeps milliseconds): the position of a keyset cursor. */
+  @VirtualColumn({ type: 'bigint', query: MICROSECONDS_OF_CREATED_AT })
+  position: string;
 }

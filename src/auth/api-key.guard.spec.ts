@@ -1,7 +1,8 @@
 import { ExecutionContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import { AppError } from '../common/app-error';
 import { AppConfig } from '../config/app-config';
-import { Database } from '../database/database';
+import { PoolStatistics } from '../database/pool-statistics';
 import { MetricsService } from '../metrics/metrics.service';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysService } from './api-keys.service';
@@ -9,14 +10,18 @@ import { AuthenticatedKey } from './authenticated-key';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { RateLimitGuard } from './rate-limit.guard';
 
-const KEY: AuthenticatedKey = { keyId: 'k1', source: 'acme-erp', prefix: 'sk_tax_abcde', expiresAt: null };
+const KEY: AuthenticatedKey = { id: 'k1', source: 'acme-erp', prefix: 'sk_tax_abcde', expiresAt: null };
 
 const contextFor = (request: object) => ({ switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
 
 describe('ApiKeyGuard', () => {
   const authenticate = jest.fn<Promise<AuthenticatedKey | null>, [unknown]>();
-  const guard = new ApiKeyGuard({ authenticate } as unknown as ApiKeysService);
+  let guard: ApiKeyGuard;
 
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({ providers: [ApiKeyGuard, { provide: ApiKeysService, useValue: { authenticate } }] }).compile();
+    guard = moduleRef.get(ApiKeyGuard);
+  });
   beforeEach(() => authenticate.mockReset());
 
   it('lets routes outside /api/v1 through without a look-up', async () => {
@@ -45,7 +50,6 @@ describe('ApiKeyGuard', () => {
 
 describe('RateLimitGuard', () => {
   const config = Object.assign(new AppConfig(), { RATE_LIMIT_PER_MINUTE: 2 });
-  const metrics = new MetricsService({ statistics: () => ({ total: 0, idle: 0, waiting: 0, max: 0 }) } as unknown as Database);
   const reply = () => {
     const headers: Record<string, string> = {};
     return { headers, reply: { headers: (h: Record<string, string>) => Object.assign(headers, h) } };
@@ -54,8 +58,10 @@ describe('RateLimitGuard', () => {
     ({ switchToHttp: () => ({ getRequest: () => request, getResponse: () => response }) }) as unknown as ExecutionContext;
 
   it('counts only authenticated requests, tells each its budget, and refuses past the limit with RATE_LIMITED and Retry-After', async () => {
-    const limiter = new KeyRateLimiter(config, metrics);
-    const guard = new RateLimitGuard(limiter);
+    const moduleRef = await Test.createTestingModule({
+      providers: [RateLimitGuard, KeyRateLimiter, MetricsService, { provide: AppConfig, useValue: config }, { provide: PoolStatistics, useValue: new PoolStatistics(0) }],
+    }).compile();
+    const guard = moduleRef.get(RateLimitGuard);
     try {
       await expect(guard.canActivate(contextWith({ headers: {} }, reply().reply))).resolves.toBe(true);
       const first = reply();
@@ -67,9 +73,9 @@ describe('RateLimitGuard', () => {
       expect((error as AppError).code).toBe('RATE_LIMITED');
       expect((error as AppError).headers).toMatchObject({ 'Retry-After': '30', RateLimit: '"per-key";r=0;t=60' });
       // Another key has its own budget.
-      await expect(guard.canActivate(contextWith({ apiKey: { ...KEY, keyId: 'k2' } }, reply().reply))).resolves.toBe(true);
+      await expect(guard.canActivate(contextWith({ apiKey: { ...KEY, id: 'k2' } }, reply().reply))).resolves.toBe(true);
     } finally {
-      limiter.onApplicationShutdown();
+      await moduleRef.close();
     }
   });
 });

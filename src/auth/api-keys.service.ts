@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
-import { Database, Queryable, Transaction } from '../database/database';
+import { EntityManager } from 'typeorm';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format';
 import { ApiKeyRow, ApiKeysRepository } from './api-keys.repository';
 import { AuthenticatedKey } from './authenticated-key';
@@ -31,11 +31,10 @@ export interface IssuedApiKey {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-/** API keys: issued, checked, revoked and rotated by the rules of CONTRACT §2.1 and §4. */
+/** API keys: issued, checked, revoked and rotated by the rules of the README ("API", "Administration"). */
 @Injectable()
 export class ApiKeysService {
   constructor(
-    private readonly db: Database,
     private readonly keys: ApiKeysRepository,
     private readonly usage: KeyUsageRecorder,
   ) {}
@@ -47,14 +46,14 @@ export class ApiKeysService {
   async authenticate(presented: unknown): Promise<AuthenticatedKey | null> {
     if (!isWellFormedApiKey(presented)) return null;
     const key = await this.keys.findValidByHash(hashApiKey(presented));
-    if (key) this.usage.record(key.keyId);
+    if (key) this.usage.record(key.id);
     return key;
   }
 
-  /** `db`: the transaction the key is issued in (with its audit entry), or the pool. */
-  async issue(db: Queryable, input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {
+  /** `tx`: the transaction the key is issued in, with its audit entry. */
+  async issue(tx: EntityManager, input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {
     const key = generateApiKey();
-    const row = await this.keys.insert(db, { source: input.source, name: input.name ?? null, expiresAt: input.expiresAt ?? null, hash: hashApiKey(key), ...displayParts(key) });
+    const row = await this.keys.insert(tx, { source: input.source, name: input.name ?? null, expiresAt: input.expiresAt ?? null, keyHash: hashApiKey(key), ...displayParts(key) });
     return { row, key };
   }
 
@@ -65,22 +64,22 @@ export class ApiKeysService {
   }
 
   /** `lockIn` locks the key (FOR UPDATE) in that transaction. */
-  async get(id: string, lockIn?: Transaction): Promise<ApiKeyRow> {
-    const key = isUuid(id) ? await this.keys.find(lockIn ?? this.db, id, { forUpdate: Boolean(lockIn) }) : null;
+  async get(id: string, lockIn?: EntityManager): Promise<ApiKeyRow> {
+    const key = isUuid(id) ? await (lockIn ? this.keys.findForUpdate(lockIn, id) : this.keys.find(id)) : null;
     if (!key) throw new AppError('NOT_FOUND', 'No such API key');
     return key;
   }
 
   /** Revokes now; a key already revoked keeps its original time (revoking twice is harmless). */
-  async revoke(tx: Transaction, id: string): Promise<ApiKeyRow> {
+  async revoke(tx: EntityManager, id: string): Promise<ApiKeyRow> {
     const key = await this.get(id, tx);
     const now = new Date();
     if (key.revokedAt && key.revokedAt <= now) return key;
-    return this.keys.setRevoked(tx, key.id, now, key.replacedById);
+    return this.keys.setRevoked(tx, key, now, key.replacedById);
   }
 
   /** Issues a successor with the same source, name and expiry; the old key stops after `graceSeconds`. */
-  async rotate(tx: Transaction, id: string, graceSeconds: number): Promise<{ old: ApiKeyRow; issued: IssuedApiKey }> {
+  async rotate(tx: EntityManager, id: string, graceSeconds: number): Promise<{ old: ApiKeyRow; issued: IssuedApiKey }> {
     const old = await this.get(id, tx);
     const status = ApiKeysService.statusOf(old);
     if (status !== 'ACTIVE') throw new AppError('INVALID_STATE_TRANSITION', `Only an active key can be rotated; this one is ${status}`);
@@ -89,7 +88,7 @@ export class ApiKeysService {
     const issued = await this.issue(tx, { source: old.source, name: old.name, expiresAt: old.expiresAt });
     const end = new Date(Date.now() + graceSeconds * 1000);
     const revokedAt = old.expiresAt && old.expiresAt < end ? old.expiresAt : end;
-    return { old: await this.keys.setRevoked(tx, old.id, revokedAt, issued.row.id), issued };
+    return { old: await this.keys.setRevoked(tx, old, revokedAt, issued.row.id), issued };
   }
 
   static statusOf(key: Pick<ApiKeyRow, 'revokedAt' | 'expiresAt'>, now = new Date()): ApiKeyStatus {

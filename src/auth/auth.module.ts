@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
-import { MetricsModule } from '../metrics/metrics.module';
 import { APP_GUARD } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { MetricsModule } from '../metrics/metrics.module';
+import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysRepository } from './api-keys.repository';
 import { ApiKeysService } from './api-keys.service';
@@ -10,7 +12,7 @@ import { MeController } from './me.controller';
 import { RateLimitGuard } from './rate-limit.guard';
 
 @Module({
-  imports: [MetricsModule],
+  imports: [TypeOrmModule.forFeature([ApiKeyEntity]), MetricsModule],
   controllers: [MeController],
   providers: [
     ApiKeysRepository,

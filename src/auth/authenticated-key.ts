@@ -1,13 +1,9 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
+import type { ApiKeyEntity } from './api-key.entity';
 
 /** The caller behind a valid X-API-Key; every /api/v1 handler acts for `source` only. */
-export interface AuthenticatedKey {
-  keyId: string;
-  source: string;
-  prefix: string;
-  expiresAt: Date | null;
-}
+export type AuthenticatedKey = Pick<ApiKeyEntity, 'id' | 'source' | 'prefix' | 'expiresAt'>;
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -21,6 +21,6 @@ export class MeController {
   })
   @ApiOkResponse({ type: MeResponseDto })
   me(@CurrentKey() key: AuthenticatedKey): MeResponseDto {
-    return { source: key.source, keyId: key.keyId, keyPrefix: key.prefix, expiresAt: key.expiresAt?.toISOString() ?? null };
+    return { source: key.source, keyId: key.id, keyPrefix: key.prefix, expiresAt: key.expiresAt?.toISOString() ?? null };
   }
 }

@@ -20,7 +20,7 @@ export class RateLimitGuard implements CanActivate {
     const key = context.switchToHttp().getRequest<FastifyRequest>().apiKey;
     // Only requests ApiKeyGuard authenticated carry a key; the rest are not under /api/v1.
     if (!key) return true;
-    const decision = await this.limiter.take(key.keyId);
+    const decision = await this.limiter.take(key.id);
     const headers = rateLimitHeaders(this.limiter.limit, decision);
     if (!decision.allowed) {
       throw new AppError('RATE_LIMITED', `More than ${this.limiter.limit} requests per minute with this API key`, undefined, {

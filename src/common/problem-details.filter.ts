@@ -1,6 +1,7 @@
-import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { DatabaseUnavailable } from './database-failure';
+import { AppError } from './app-error';
+import { asDatabaseUnavailable, DatabaseUnavailable } from './database-failure';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
 /** The shape of an error we log: never the SQL text or parameters TypeORM attaches to its errors. */
@@ -15,7 +16,10 @@ function loggable(error: unknown): Record<string, unknown> {
 export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
 
-  catch(exception: unknown, host: ArgumentsHost): void {
+  catch(thrown: unknown, host: ArgumentsHost): void {
+    // A failure of the database as TypeORM or pg reports it (a prepared statement's is one already): the
+    // client's own connection failing is answered by nobody, below, before this could matter.
+    const exception = thrown instanceof AppError || thrown instanceof HttpException ? thrown : asDatabaseUnavailable(thrown);
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     if (request.raw.socket?.destroyed || reply.raw.writableEnded) {

@@ -19,7 +19,7 @@ export function OptionalField(): PropertyDecorator {
   return ValidateIf((_object, value) => value !== undefined);
 }
 
-/** class-validator's nested errors as CONTRACT field paths (`taxpayer.country`), one message each. */
+/** class-validator's nested errors as the field paths of the problem body's `errors` (`taxpayer.country`), one message each. */
 export function toFieldErrors(errors: ValidationError[], parent = ''): FieldError[] {
   return errors.flatMap((error) => {
     const field = parent ? `${parent}.${error.property}` : error.property;
@@ -29,18 +29,6 @@ export function toFieldErrors(errors: ValidationError[], parent = ''): FieldErro
     }));
     return [...own.slice(0, 1), ...toFieldErrors(error.children ?? [], field)];
   });
-}
-
-type FastPath = (value: unknown) => object | null;
-const fastPaths = new Map<unknown, FastPath>();
-
-/**
- * A hot body's check in plain code: it returns the DTO the pipe would make, or null to leave the body
- * to class-validator, which then names every bad field. It must accept only what the DTO's decorators
- * accept; a property test per fast path holds the two together.
- */
-export function registerFastPath(dto: abstract new () => object, accept: FastPath): void {
-  fastPaths.set(dto, accept);
 }
 
 /**
@@ -61,8 +49,7 @@ class ContractValidationPipe extends ValidationPipe {
       const unstorable = findUnstorable(value, metadata.type === 'param' ? metadata.data : '');
       if (unstorable) throw AppError.validation([unstorable]);
     }
-    const accepted = metadata.type === 'body' ? fastPaths.get(metadata.metatype)?.(value) : undefined;
-    return accepted ?? super.transform(value, metadata);
+    return super.transform(value, metadata);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { ClientConfig, PoolConfig } from 'pg';
+import { ClientConfig, CustomTypesConfig, PoolConfig, types } from 'pg';
 
 export interface ConnectionSettings {
   url: string;
@@ -23,8 +23,17 @@ export interface ConnectionSettings {
  */
 export const CLIENT_TIMEOUT_SLACK_MS = 500;
 
-/** pg settings common to the pool and the LISTEN connection. */
-function clientConfig({ url, timeouts, applicationName = 'tax-document-gateway' }: ConnectionSettings): ClientConfig {
+/**
+ * A `date` column as its text, 'YYYY-MM-DD' (DateStyle ISO, set below), which is what an entity holds
+ * for it: pg would make it a Date at local midnight. Every other type as pg parses it.
+ */
+const ENTITY_TYPES: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === types.builtins.DATE ? (value: string) => value : types.getTypeParser(oid, format)) as CustomTypesConfig['getTypeParser'],
+};
+
+/** pg settings common to the pool, the LISTEN connection and the readiness probe's connection. */
+export function clientConfig({ url, timeouts, applicationName = 'tax-document-gateway' }: ConnectionSettings): ClientConfig {
   return {
     connectionString: url,
     application_name: applicationName,
@@ -34,19 +43,22 @@ function clientConfig({ url, timeouts, applicationName = 'tax-document-gateway' 
     // A transaction whose process hangs (rather than dies, which rolls back at once) is ended by the
     // server, freeing its idempotency key and locks.
     idle_in_transaction_session_timeout: 30_000,
-    // Dates are read as ISO text whatever the server's or the database's default: a create's answer is
-    // written in Node before the database replies, as ISO.
+    // Dates as ISO text whatever the server's or the database's default (see ENTITY_TYPES).
     options: '-c DateStyle=ISO',
+    types: ENTITY_TYPES,
     ...(timeouts ? { statement_timeout: timeouts.statementMs, lock_timeout: timeouts.lockMs, query_timeout: timeouts.statementMs + CLIENT_TIMEOUT_SLACK_MS } : {}),
   };
 }
 
-/** The request pool: statements issued together on a connection leave together (pipeline mode). */
+/**
+ * The pool TypeORM opens (its `extra` options): statements issued together on a connection leave
+ * together (pipeline mode), and each connection is replaced after its lifetime.
+ */
 export function poolConfig(settings: ConnectionSettings): PoolConfig {
   return { ...clientConfig(settings), max: settings.poolSize, maxLifetimeSeconds: settings.lifetimeSeconds, pipeline: true };
 }
 
 /** A connection of its own for LISTEN: no statement bounds, it only waits. */
-export function listenerConfig(settings: ConnectionSettings): ClientConfig {
-  return clientConfig({ ...settings, timeouts: undefined, applicationName: 'tax-document-gateway-listener' });
+export function listenerConfig(url: string): ClientConfig {
+  return clientConfig({ url, poolSize: 1, lifetimeSeconds: 0, applicationName: 'tax-document-gateway-listener' });
 }

@@ -1,16 +1,39 @@
-import { Global, Logger, Module, Provider } from '@nestjs/common';
-import { Pool } from 'pg';
-import { DataSource } from 'typeorm';
-import { isDatabaseUnavailable } from '../common/database-failure';
+import { DynamicModule, Logger, Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { describeFailure, isDatabaseUnavailable } from '../common/database-failure';
 import { AppConfig } from '../config/app-config';
-import { ConnectionSettings, listenerConfig, poolConfig } from './connection-options';
-import { Database } from './database';
 import { runMigrations } from './migrations-runner';
-import { buildDataSourceOptions } from './typeorm-options';
+import { PoolStatistics } from './pool-statistics';
+import { buildDataSourceOptions, PoolOptions } from './typeorm-options';
 
 /** The database's address: DATABASE_URL, or the embedded cluster's, resolved before the module is built. */
 export const DATABASE_URL = Symbol('DATABASE_URL');
 
+const START_ATTEMPTS = 10;
+const START_RETRY_MS = 2000;
+
+/**
+ * Runs `start` until the database can be reached (it may be starting beside us), START_ATTEMPTS times
+ * at most. @nestjs/typeorm could retry too, but it logs every attempt as an error with its stack.
+ */
+async function whenReachable<T>(logger: Logger, start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error) || attempt === START_ATTEMPTS) throw error;
+      logger.warn({ ...describeFailure(error), attempt }, `Database not reachable yet; retrying in ${START_RETRY_MS / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, START_RETRY_MS));
+    }
+  }
+}
+
+/**
+ * Migrations run on a data source of their own, closed before the application's opens: without the
+ * request pool's bounds, since a migration, or the wait for another instance's, may rightly take longer
+ * than a request.
+ */
 async function migrate(url: string, logger: Logger): Promise<void> {
   const dataSource = await new DataSource(buildDataSourceOptions(url)).initialize();
   try {
@@ -21,51 +44,55 @@ async function migrate(url: string, logger: Logger): Promise<void> {
   }
 }
 
-const START_ATTEMPTS = 10;
-const START_RETRY_MS = 2000;
-
-/** Migrations at start, retried while the database cannot be reached yet (it may be starting beside us). */
-async function migrateWhenReachable(url: string, logger: Logger): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await migrate(url, logger);
-    } catch (error) {
-      if (!isDatabaseUnavailable(error) || attempt === START_ATTEMPTS) throw error;
-      logger.warn({ cause: (error as { code?: unknown }).code ?? (error as Error).message, attempt }, `Database not reachable yet; retrying in ${START_RETRY_MS / 1000} s`);
-      await new Promise((resolve) => setTimeout(resolve, START_RETRY_MS));
-    }
-  }
-}
-
-/** A Database over a pool of its own (the gateway's request pool, or the CLI's small one). */
-export function createDatabase(settings: ConnectionSettings): Database {
-  const pool = new Pool(poolConfig(settings));
-  // An idle connection that fails is dropped by pg-pool; without a listener its error would end the process.
-  pool.on('error', () => undefined);
-  return new Database(pool, { lifetimeSeconds: settings.lifetimeSeconds, max: settings.poolSize, listenerConfig: listenerConfig(settings) });
-}
-
-/** Builds the Database of the gateway: migrations first (unless MIGRATIONS_RUN=false), then the request pool. */
-export async function openDatabase(config: AppConfig, url: string): Promise<Database> {
-  if (config.MIGRATIONS_RUN) await migrateWhenReachable(url, new Logger('Database'));
-  return createDatabase({
-    url,
+/** The request pool's settings. */
+export function requestPool(config: AppConfig): Omit<PoolOptions, 'onPool'> {
+  return {
     poolSize: config.DB_POOL_SIZE,
     lifetimeSeconds: config.DB_POOL_CONNECTION_LIFETIME_SECONDS,
     timeouts: { statementMs: config.DB_STATEMENT_TIMEOUT_MS, lockMs: config.DB_LOCK_TIMEOUT_MS },
-  });
+  };
 }
 
-const databaseProvider: Provider = {
-  provide: Database,
-  inject: [AppConfig, DATABASE_URL],
-  useFactory: (config: AppConfig, url: string) => openDatabase(config, url),
-};
-
-@Global()
+/**
+ * The gateway's one data source, through @nestjs/typeorm: migrations first (unless MIGRATIONS_RUN=false),
+ * then TypeORM's pool, the request pool, which every repository uses. Feature modules register their
+ * entities with TypeOrmModule.forFeature.
+ */
 @Module({})
 export class DatabaseModule {
-  static forRoot(url: string) {
-    return { module: DatabaseModule, providers: [{ provide: DATABASE_URL, useValue: url }, databaseProvider], exports: [Database, DATABASE_URL] };
+  /** `pool`: other settings than the request pool's (the CLI's); `migrate`: false where migrations were run already. */
+  static forRoot({
+    config,
+    url,
+    pool = requestPool(config),
+    migrate: runMigrationsFirst = config.MIGRATIONS_RUN,
+  }: {
+    config: AppConfig;
+    url: string;
+    pool?: Omit<PoolOptions, 'onPool'>;
+    migrate?: boolean;
+  }): DynamicModule {
+    const statistics = new PoolStatistics(pool.poolSize);
+    const logger = new Logger('Database');
+    return {
+      module: DatabaseModule,
+      global: true,
+      imports: [
+        TypeOrmModule.forRootAsync({
+          // The start-up retry is whenReachable's; a failure it gives up on is final.
+          useFactory: () => ({ ...buildDataSourceOptions(url, { ...pool, onPool: (p) => statistics.observe(p) }), toRetry: () => false }),
+          dataSourceFactory: (options) =>
+            whenReachable(logger, async () => {
+              if (runMigrationsFirst) await migrate(url, logger);
+              return new DataSource(options as DataSourceOptions).initialize();
+            }),
+        }),
+      ],
+      providers: [
+        { provide: DATABASE_URL, useValue: url },
+        { provide: PoolStatistics, useValue: statistics },
+      ],
+      exports: [DATABASE_URL, PoolStatistics],
+    };
   }
 }

@@ -2,9 +2,9 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { ConfigValidationError, loadConfig } from '../config/app-config';
 import { loadEnvFile } from '../startup/env-file';
+import { DocumentEventEntity } from '../documents/document-event.entity';
 import { DocumentEventsRepository } from '../documents/document-events.repository';
 import { RESTORE_GUIDE } from '../documents/feed-transaction-check';
-import { createDatabase } from './database.module';
 import { DatabaseLocation, locateDatabase } from './database-location';
 import { revertLastMigration, runMigrations } from './migrations-runner';
 import { advanceTransactionCounter, resetwalEpochAbove } from './transaction-counter';
@@ -18,9 +18,9 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
  * the newest feed event's transaction, or past `to` when that is higher (see FeedTransactionCheck).
  */
 async function advanceXid(database: DatabaseLocation, to: bigint | null): Promise<void> {
-  const db = createDatabase({ url: database.url, poolSize: 1, lifetimeSeconds: 60, applicationName: 'tax-document-gateway-advance-xid' });
-  const events = new DocumentEventsRepository(db);
-  const [{ newest, next }, pace] = await Promise.all([events.transactions(), events.pace(10_000)]).finally(() => db.onApplicationShutdown());
+  const dataSource = await new DataSource(buildDataSourceOptions(database.url)).initialize();
+  const events = new DocumentEventsRepository(dataSource.getRepository(DocumentEventEntity));
+  const [{ newest, next }, pace] = await Promise.all([events.transactions(), events.pace(10_000)]).finally(() => dataSource.destroy());
   out(`Newest feed event: transaction ${newest ?? 'none (no events)'}; this cluster's next transaction: ${next}`);
   if (pace?.earlierXid && pace.earlierAt && pace.newestAt > pace.earlierAt) {
     // Clients that read on after the dump hold cursors past its newest event, up to the old cluster's

@@ -1,17 +1,42 @@
 import { join } from 'node:path';
+import pg from 'pg';
 import { DataSourceOptions } from 'typeorm';
+import { AfterCommitSubscriber } from './after-commit';
+import { ConnectionSettings, poolConfig } from './connection-options';
+
+/** What the data source needs beyond the address: the request pool's settings and, for metrics, a view of its pool. */
+export interface PoolOptions extends Omit<ConnectionSettings, 'url'> {
+  /** Called with the pg pool TypeORM opens, once, so its counters can be reported (PoolStatistics). */
+  onPool?: (pool: pg.Pool) => void;
+}
 
 /**
- * TypeORM keeps the schema: the entities describe it and the migrations make it. The application, the
- * migration runner and ormconfig.ts (TypeORM CLI) build their data source here; it is used for
- * migrations only, never for requests (see Database). Schema changes only ever come from migrations.
+ * pg as TypeORM's driver (its documented `driver` option), with one difference: the pool it constructs
+ * is also handed to `onPool`. TypeORM keeps its pool to itself, and the metrics need pg-pool's counters.
  */
-export function buildDataSourceOptions(url: string): DataSourceOptions {
+function observedDriver(onPool: (pool: pg.Pool) => void): typeof pg {
+  function Pool(config: pg.PoolConfig): pg.Pool {
+    const pool = new pg.Pool(config);
+    onPool(pool);
+    return pool;
+  }
+  return Object.assign(Object.create(pg) as typeof pg, { Pool });
+}
+
+/**
+ * The one description of the data source: the application's (`pool` given: the request pool, used by
+ * every repository), the CLI's (a small pool without request bounds), and the migrations' (no `pool`:
+ * two connections without request bounds, for `npm run migration:*`, ormconfig.ts and the migrations
+ * run at start, which may rightly take longer than a request). Schema changes only ever come from
+ * migrations: never `synchronize`.
+ */
+export function buildDataSourceOptions(url: string, pool?: PoolOptions): DataSourceOptions {
   return {
     type: 'postgres',
     url,
     entities: [join(__dirname, '..', '**', '*.entity.{ts,js}')],
     migrations: [join(__dirname, 'migrations', '*.{ts,js}')],
+    subscribers: [AfterCommitSubscriber],
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',
     synchronize: false,
@@ -20,7 +45,14 @@ export function buildDataSourceOptions(url: string): DataSourceOptions {
     // gen_random_uuid() is built into PostgreSQL 13+: no extension to install (or to be allowed to).
     uuidExtension: 'pgcrypto',
     installExtensions: false,
-    // Migrations hold the advisory lock on one connection and run on another.
-    extra: { max: 2, application_name: 'tax-document-gateway-migrations' },
+    // Every failure is the caller's to handle; an idle connection that fails is simply dropped by pg-pool.
+    poolErrorHandler: () => undefined,
+    ...(pool
+      ? {
+          extra: poolConfig({ url, ...pool }),
+          ...(pool.onPool ? { driver: observedDriver(pool.onPool) } : {}),
+        }
+      : // Migrations hold the advisory lock on one connection and run on another.
+        { extra: { max: 2, application_name: 'tax-document-gateway-migrations', options: '-c DateStyle=ISO' } }),
   };
 }

@@ -70,3 +70,9 @@ export class BankEventEntity {
   @Column({ name: 'processed_at', type: 'timestamptz', nullable: true })
   processedAt: Date | null;
 }
+
+/**
+ * An event's own row, as first received (not a duplicate's): its type, status and reference are always
+ * there (ck_webhook_events_duplicate_hash_only).
+ */
+export type ReceivedBankEvent = BankEventEntity & { eventType: string; status: string; providerReference: string };

@@ -5,11 +5,8 @@ import type { DocumentStatus } from './lifecycle';
 export type DocumentEventType = 'document.created' | 'document.status_changed';
 
 /**
- * The client event feed: one row per creation and status change, written with the change itself.
- * The table also has `xid` (xid8, default pg_current_xact_id()), the writing transaction, which only
- * the feed query reads, and idx_document_events_source_xid_id over (source, xid, id). TypeORM has no
- * xid8 type, so the column is not declared here (and the index is left alone): a migration made with
- * migration:generate proposes dropping the column, and that line must be removed from it.
+ * The client event feed: one row per creation and status change, written with the change itself, and
+ * idx_document_events_source_xid_id over (source, xid, id) for the feed's order (see `xid`).
  */
 @Entity('document_events')
 @Index('idx_document_events_source_xid_id', { synchronize: false })
@@ -39,4 +36,11 @@ export class DocumentEventEntity {
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
+
+  /**
+   * The writing transaction's id (column `xid`, xid8, default pg_current_xact_id(), as text), which only
+   * the feed's statement reads. TypeORM has no xid8 type, so the column is not declared (nor its index):
+   * a migration made with migration:generate proposes dropping it, and that line must be removed from it.
+   */
+  xid?: string;
 }

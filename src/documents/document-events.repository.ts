@@ -1,123 +1,102 @@
 import { Injectable } from '@nestjs/common';
-import { Database, Transaction } from '../database/database';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, In, Repository } from 'typeorm';
+import { selectColumns } from '../database/entity-sql';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { sql } from '../database/sql';
-import type { DocumentEventType } from './document-event.entity';
-import type { DocumentStatus } from './lifecycle';
+import { PreparedStatement } from '../database/prepared-statement';
+import { DocumentEventEntity } from './document-event.entity';
 
-export interface FeedRow {
-  id: string;
-  type: DocumentEventType;
-  documentId: string;
-  status: DocumentStatus;
-  previousStatus: DocumentStatus | null;
-  createdAt: Date;
-  /** The writing transaction's id (xid8, as text). */
-  xid: string;
-}
-
-/**
- * Event ids come from a sequence, handed out in insert order, not commit order: paging by id alone could
- * skip an event whose transaction commits late. So each event carries its transaction id (column default
- * pg_current_xact_id()), the feed is ordered by (xid, id), and only events of transactions older than
- * every transaction still running are returned: nothing can appear later before the cursor. $2 null with
- * $3 an event id: a legacy cursor, resumed after that event's position. When retention has purged that
- * event, the position is (0, $3): every event still kept. The purge deletes the oldest events first, in
- * id order (PURGE), so what is kept of a source's feed is what came after the purged event. The ORDER BY
- * names the table's columns: a bare `xid` would be the text of the select list, which sorts 1000 before 999.
- */
-const PAGE = sql(
-  'document-event-page',
-  `SELECT e.id, e.type, e.document_id AS "documentId", e.status, e.previous_status AS "previousStatus", e.created_at AS "createdAt",
-          e.xid::text AS xid
-     FROM document_events e
-    WHERE e.source = $1
-      AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
-      AND (e.xid, e.id) > (COALESCE($2::xid8, (SELECT c.xid FROM document_events c WHERE c.id = $3::bigint), '0'::xid8), $3::bigint)
-    ORDER BY e.xid, e.id
-    LIMIT $4`,
-);
-
-/** A document's events, oldest first. */
-const OF_DOCUMENT = sql(
-  'document-event-of-document',
-  `SELECT id, type, document_id AS "documentId", status, previous_status AS "previousStatus", created_at AS "createdAt"
-     FROM document_events WHERE document_id = $1 ORDER BY id`,
-);
-
-/** The documents these events are about. */
-const DOCUMENTS_OF = sql('document-event-documents-of', `SELECT id, document_id AS "documentId" FROM document_events WHERE id = ANY($1::bigint[])`);
+/** An event as the feed reads it: with the id of the transaction that wrote it. */
+export type FeedRow = DocumentEventEntity & { xid: string };
 
 /**
  * Retention: of the $3 events after id $1, those written before now() - $2 (an ISO 8601 duration). Their
  * push deliveries and attempts go with them (ON DELETE CASCADE, found through idx_outbound_deliveries_event
  * and idx_outbound_delivery_attempts_delivery). `more`: all $3 were old enough, so older ones may follow.
+ * Exported for the retention bench, which explains it.
  */
-const PURGE = sql(
-  'document-event-purge',
-  `WITH head AS (
+export const PURGE_EVENTS = `WITH head AS (
      SELECT id, created_at < now() - $2::interval AS expired FROM document_events WHERE id > $1::bigint ORDER BY id LIMIT $3),
    gone AS (DELETE FROM document_events e USING head WHERE e.id = head.id AND head.expired RETURNING 1)
    SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT max(id) FROM head)::text AS last,
-          COALESCE((SELECT count(*) = $3 AND bool_and(expired) FROM head), false) AS more`,
-);
+          COALESCE((SELECT count(*) = $3 AND bool_and(expired) FROM head), false) AS more`;
 
 /**
  * The newest transaction among the events (per source the last entry of idx_document_events_source_xid_id,
  * the sources found by a loose scan of the same index), and the id this cluster gives its next transaction.
  */
-const TRANSACTIONS = sql(
-  'document-event-transactions',
-  `WITH RECURSIVE sources AS (
+const TRANSACTIONS = `WITH RECURSIVE sources AS (
      (SELECT source FROM document_events ORDER BY source LIMIT 1)
      UNION ALL
      SELECT (SELECT e.source FROM document_events e WHERE e.source > s.source ORDER BY e.source LIMIT 1) FROM sources s WHERE s.source IS NOT NULL),
    newest AS (
      SELECT (SELECT e.xid FROM document_events e WHERE e.source = s.source ORDER BY e.xid DESC LIMIT 1) AS xid
        FROM sources s WHERE s.source IS NOT NULL)
-   SELECT (SELECT xid FROM newest ORDER BY xid DESC LIMIT 1)::text AS newest, pg_snapshot_xmax(pg_current_snapshot())::text AS next`,
-);
+   SELECT (SELECT xid FROM newest ORDER BY xid DESC LIMIT 1)::text AS newest, pg_snapshot_xmax(pg_current_snapshot())::text AS next`;
 
 /** The newest event and the oldest of the $1 ids before it: how fast this database's transaction ids went by. */
-const PACE = sql(
-  'document-event-pace',
-  `WITH last AS (SELECT id, xid, created_at FROM document_events ORDER BY id DESC LIMIT 1)
+const PACE = `WITH last AS (SELECT id, xid, created_at FROM document_events ORDER BY id DESC LIMIT 1)
    SELECT last.xid::text AS "newestXid", last.created_at AS "newestAt", earlier.xid::text AS "earlierXid", earlier.created_at AS "earlierAt"
      FROM last LEFT JOIN LATERAL (
-       SELECT xid, created_at FROM document_events WHERE id >= last.id - $1::bigint AND id < last.id ORDER BY id LIMIT 1) earlier ON true`,
-);
+       SELECT xid, created_at FROM document_events WHERE id >= last.id - $1::bigint AND id < last.id ORDER BY id LIMIT 1) earlier ON true`;
 
 /** The event feed's queries over document_events (the events themselves are written with their documents). */
 @Injectable()
 export class DocumentEventsRepository {
-  constructor(private readonly db: Database) {}
+  /**
+   * Event ids come from a sequence, handed out in insert order, not commit order: paging by id alone could
+   * skip an event whose transaction commits late. So each event carries its transaction id (column default
+   * pg_current_xact_id()), the feed is ordered by (xid, id), and only events of transactions older than
+   * every transaction still running are returned: nothing can appear later before the cursor. $2 null with
+   * $3 an event id: a legacy cursor, resumed after that event's position. When retention has purged that
+   * event, the position is (0, $3): every event still kept. The purge deletes the oldest events first, in
+   * id order (PURGE_EVENTS), so what is kept of a source's feed is what came after the purged event. The ORDER BY
+   * names the table's columns: a bare `xid` would be the text of the select list, which sorts 1000 before
+   * 999. Clients poll it: a prepared statement.
+   */
+  private readonly feedPage: PreparedStatement<FeedRow>;
+
+  constructor(@InjectRepository(DocumentEventEntity) private readonly events: Repository<DocumentEventEntity>) {
+    this.feedPage = new PreparedStatement(
+      'document-event-page',
+      `SELECT ${selectColumns(events.metadata, { alias: 'e' })}, e.xid::text AS xid
+         FROM document_events e
+        WHERE e.source = $1
+          AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+          AND (e.xid, e.id) > (COALESCE($2::xid8, (SELECT c.xid FROM document_events c WHERE c.id = $3::bigint), '0'::xid8), $3::bigint)
+        ORDER BY e.xid, e.id
+        LIMIT $4`,
+    );
+  }
 
   /** Up to `limit` events of `source` after the position (`xid`, `id`), oldest first. */
   page(source: string, after: { xid: string | null; id: string }, limit: number): Promise<FeedRow[]> {
-    return this.db.query<FeedRow>(PAGE, [source, after.xid, after.id, limit]);
+    return this.feedPage.run(this.events.manager, [source, after.xid, after.id, limit]);
   }
 
-  ofDocument(documentId: string): Promise<Array<Omit<FeedRow, 'xid'>>> {
-    return this.db.query(OF_DOCUMENT, [documentId]);
+  /** A document's events, oldest first. */
+  ofDocument(documentId: string): Promise<DocumentEventEntity[]> {
+    return this.events.find({ where: { documentId }, order: { id: 'ASC' } });
   }
 
-  documentsOf(eventIds: string[]): Promise<Array<{ id: string; documentId: string }>> {
-    return this.db.query(DOCUMENTS_OF, [eventIds]);
+  /** The documents these events are about. */
+  documentsOf(eventIds: string[]): Promise<Array<Pick<DocumentEventEntity, 'id' | 'documentId'>>> {
+    return this.events.find({ select: { id: true, documentId: true }, where: { id: In(eventIds) } });
   }
 
-  async purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
-    const [batch] = await tx.query<PurgeBatch>(PURGE, [range.after, range.olderThan, range.limit]);
+  async purge(tx: EntityManager, range: PurgeRange): Promise<PurgeBatch> {
+    const [batch] = await tx.query<PurgeBatch[]>(PURGE_EVENTS, [range.after, range.olderThan, range.limit]);
     return batch;
   }
 
   /** xid8 values as text: the newest event's transaction (null without events), and the cluster's next one. */
   async transactions(): Promise<{ newest: string | null; next: string }> {
-    const [row] = await this.db.query<{ newest: string | null; next: string }>(TRANSACTIONS);
+    const [row] = await this.events.query<Array<{ newest: string | null; next: string }>>(TRANSACTIONS);
     return row;
   }
 
   async pace(span: number): Promise<{ newestXid: string; newestAt: Date; earlierXid: string | null; earlierAt: Date | null } | null> {
-    const [row] = await this.db.query<{ newestXid: string; newestAt: Date; earlierXid: string | null; earlierAt: Date | null }>(PACE, [span]);
+    const [row] = await this.events.query<Array<{ newestXid: string; newestAt: Date; earlierXid: string | null; earlierAt: Date | null }>>(PACE, [span]);
     return row ?? null;
   }
 }

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor } from '../common/cursor';
-import { Transaction } from '../database/database';
+import { EntityManager } from 'typeorm';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { DocumentEventType } from './document-event.entity';
+import { DocumentEventEntity, DocumentEventType } from './document-event.entity';
 import { DocumentEventsRepository, FeedRow } from './document-events.repository';
 import type { DocumentStatus } from './lifecycle';
 
@@ -57,12 +57,12 @@ export class DocumentEventsService {
   }
 
   /** Retention: a batch of events past RETENTION_EVENTS, with their push deliveries and attempts. */
-  purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+  purge(tx: EntityManager, range: PurgeRange): Promise<PurgeBatch> {
     return this.events.purge(tx, range);
   }
 
   /** An event exactly as the feed lists it; push deliveries send the same view. */
-  static view(row: Omit<FeedRow, 'xid'>): DocumentEventView {
+  static view(row: DocumentEventEntity): DocumentEventView {
     return { id: row.id, type: row.type, documentId: row.documentId, status: row.status, previousStatus: row.previousStatus, createdAt: row.createdAt.toISOString() };
   }
 }

@@ -1,11 +1,11 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
-import { Idempotent } from '../idempotency/idempotency.interceptor';
-import { operation } from '../idempotency/idempotent-operation';
-import type { IdempotentOperation } from '../idempotency/idempotent-operation';
+import type { FastifyReply } from 'fastify';
+import { EntityManager } from 'typeorm';
+import { Idempotent, IdempotencyTransaction } from '../idempotency/idempotency.interceptor';
 import { DocumentsService } from './documents.service';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto';
@@ -39,8 +39,15 @@ export class DocumentsController {
     links: DOCUMENT_LINKS,
   })
   @ApiProblems('VALIDATION_ERROR', 'DUPLICATE_DOCUMENT')
-  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateDocumentDto): IdempotentOperation<DocumentResponseDto> {
-    return this.documents.create(key, body);
+  async create(
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() body: CreateDocumentDto,
+    @IdempotencyTransaction() tx: EntityManager,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<DocumentResponseDto> {
+    const document = await this.documents.create(tx, key, body);
+    reply.header('Location', `/api/v1/documents/${document.id}`);
+    return document;
   }
 
   @Get()
@@ -75,7 +82,7 @@ export class DocumentsController {
   @DOCUMENT_ID
   @ApiOkResponse({ type: DocumentResponseDto, description: 'The cancelled document' })
   @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION')
-  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): IdempotentOperation<DocumentResponseDto> {
-    return operation((tx) => this.documents.cancel(tx, key, id));
+  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @IdempotencyTransaction() tx: EntityManager): Promise<DocumentResponseDto> {
+    return this.documents.cancel(tx, key, id);
   }
 }

@@ -1,3 +1,7 @@
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { BankEventEntity } from './bank-event.entity';
+import { DocumentEventEntity } from './document-event.entity';
+import { DocumentEntity } from './document.entity';
 import { Module } from '@nestjs/common';
 import { MetricsModule } from '../metrics/metrics.module';
 import { DocumentEventsRepository } from './document-events.repository';
@@ -16,7 +20,7 @@ import { PaymentsService } from './payments.service';
  * applied here (the webhooks module verifies and parses the bank's deliveries and hands them over).
  */
 @Module({
-  imports: [MetricsModule],
+  imports: [TypeOrmModule.forFeature([DocumentEntity, DocumentEventEntity, BankEventEntity]), MetricsModule],
   controllers: [DocumentsController, EventsController],
   providers: [DocumentsRepository, DocumentsService, DocumentEventsRepository, DocumentEventsService, PaymentsRepository, PaymentsService, FeedSignal, FeedTransactionCheck],
   exports: [DocumentsService, DocumentEventsService, PaymentsService, FeedSignal],

@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
-import { Database, Transaction } from '../database/database';
-import { AnswerInAdvance, IdempotentOperation, InAdvanceOutcome, TRANSACTION_TIME } from '../idempotency/idempotent-operation';
+import { afterCommit } from '../database/after-commit';
 import { DocumentEntity } from './document.entity';
-import { DocumentDraft, DocumentsRepository, draftDocument } from './documents.repository';
+import { DocumentsRepository, NewDocument } from './documents.repository';
 import { CreateDocumentDto } from './dto/create-document.dto';
-import { DocumentPageDto, documentResponse, DocumentResponseDto, toDocumentResponse } from './dto/document-response.dto';
+import { DocumentPageDto, DocumentResponseDto, toDocumentResponse } from './dto/document-response.dto';
 import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
 import { FeedSignal } from './feed-signal';
 import { transition } from './lifecycle';
@@ -28,52 +28,33 @@ export interface AdminDocumentFilter {
 @Injectable()
 export class DocumentsService {
   constructor(
-    private readonly db: Database,
     private readonly documents: DocumentsRepository,
     private readonly payments: PaymentsService,
     private readonly feed: FeedSignal,
   ) {}
 
   /**
-   * POST /api/v1/documents. The document is drafted here, its id included, so its answer is known before
-   * the database replies: claim, document and feed event are then one statement (inAdvance). A duplicate,
-   * or bank events waiting for its providerReference, take the general way (`run`).
+   * POST /api/v1/documents, in `tx`, the transaction in which the idempotency key was claimed: the
+   * document, its `document.created` event and the bank events that waited for its providerReference
+   * commit together with the stored answer, or not at all.
    */
-  create(key: AuthenticatedKey, dto: CreateDocumentDto): IdempotentOperation<DocumentResponseDto> {
+  async create(tx: EntityManager, key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
     if (dto.source !== key.source) throw new AppError('UNAUTHORIZED', 'This API key is not valid for the source named in the request');
-    const draft = draftDocument(dto);
-    const inAdvance: AnswerInAdvance<DocumentResponseDto> = {
-      answer: documentResponse(draft, TRANSACTION_TIME, TRANSACTION_TIME),
-      claimAndRun: async (claim): Promise<InAdvanceOutcome> => {
-        const created = await this.documents.createClaimed(draft, claim);
-        if (created.created) {
-          this.feed.appended();
-          return { result: 'done', stored: created.answer };
-        }
-        return created.reason === 'not_claimed' ? { result: 'not_claimed', stored: created.stored } : { result: 'general' };
-      },
-    };
-    return { location: `/api/v1/documents/${draft.id}`, inAdvance, run: (tx) => this.insert(tx, draft) };
-  }
-
-  /** The general way: applies the bank events waiting for the document, and names what a duplicate repeats. */
-  private async insert(tx: Transaction, draft: DocumentDraft): Promise<DocumentResponseDto> {
-    if (draft.providerReference) await this.documents.lockProviderReference(tx, draft.providerReference);
-    const created = await this.documents.insert(tx, draft);
+    const created = await this.documents.insert(tx, DocumentsService.newDocument(dto));
     if (!created) {
-      const sameExternalId = await this.documents.externalIdTaken(tx, draft.source, draft.externalId);
+      const sameExternalId = await this.documents.externalIdTaken(tx, dto.source, dto.externalId);
       throw new AppError(
         'DUPLICATE_DOCUMENT',
-        sameExternalId ? `A document with externalId "${draft.externalId}" already exists for this source` : 'A document with this providerReference already exists for this source',
+        sameExternalId ? `A document with externalId "${dto.externalId}" already exists for this source` : 'A document with this providerReference already exists for this source',
       );
     }
-    const document = await this.payments.applyWaiting(tx, created);
-    tx.afterCommit(() => this.feed.appended());
+    const document = created.paymentsWaiting ? await this.payments.applyWaiting(tx, created.document) : created.document;
+    afterCommit(tx, () => this.feed.appended());
     return toDocumentResponse(document);
   }
 
   async get(key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
-    const document = isUuid(id) ? await this.documents.find(this.db, id) : null;
+    const document = isUuid(id) ? await this.documents.find(id) : null;
     return toDocumentResponse(DocumentsService.ownedBy(key, document));
   }
 
@@ -102,18 +83,37 @@ export class DocumentsService {
 
   /** Any source's document, for administrators. */
   async getForAdmin(id: string): Promise<DocumentResponseDto> {
-    const document = isUuid(id) ? await this.documents.find(this.db, id) : null;
+    const document = isUuid(id) ? await this.documents.find(id) : null;
     if (!document) throw new AppError('NOT_FOUND', 'No such document');
     return toDocumentResponse(document);
   }
 
-  async cancel(tx: Transaction, key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
-    const document = DocumentsService.ownedBy(key, isUuid(id) ? await this.documents.find(tx, id, { forUpdate: true }) : null);
+  /** POST /api/v1/documents/{id}/cancel, in the idempotency transaction `tx`. */
+  async cancel(tx: EntityManager, key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
+    const document = DocumentsService.ownedBy(key, isUuid(id) ? await this.documents.findForUpdate(tx, id) : null);
     const outcome = transition(document.status, { kind: 'cancel' });
     if (outcome.result !== 'changed') throw new AppError('INVALID_STATE_TRANSITION', `A document in status ${document.status} cannot be cancelled`);
     const cancelled = await this.documents.change(tx, { id: document.id, status: outcome.to, previous: document.status, paymentStatus: null, eventId: null });
-    tx.afterCommit(() => this.feed.appended());
+    afterCommit(tx, () => this.feed.appended());
     return toDocumentResponse(cancelled);
+  }
+
+  /** The columns a create writes, from the request: the database gives the rest. */
+  private static newDocument(dto: CreateDocumentDto): NewDocument {
+    return {
+      source: dto.source,
+      externalId: dto.externalId,
+      type: dto.type,
+      taxpayerTaxId: dto.taxpayer.taxId,
+      taxpayerName: dto.taxpayer.name,
+      taxpayerCountry: dto.taxpayer.country,
+      issueDate: dto.issueDate,
+      currency: dto.currency,
+      totalAmount: dto.totalAmount,
+      taxAmount: dto.taxAmount,
+      providerReference: dto.providerReference ?? null,
+      metadata: dto.metadata ?? {},
+    };
   }
 
   /** Another source's document is, for this caller, no document at all. */

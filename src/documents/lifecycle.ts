@@ -1,26 +1,45 @@
 /**
- * The document lifecycle of CONTRACT §2.4 as data, and the one function that applies it. The cancel
- * endpoint and the bank webhook both go through `transition`; nothing else changes a status.
+ * The document lifecycle (README, "Documents, lifecycle and the event feed") as one table, read by `transition`
+ * (the cancel endpoint, bank events applied to a new document, an administrator's apply) and by the bank
+ * webhook's statement, which decides inside PostgreSQL (PaymentsRepository). Nothing else changes a status.
  */
 export const DOCUMENT_STATUSES = ['PENDING_PAYMENT', 'PAID', 'PAYMENT_FAILED', 'CANCELLED', 'REFUNDED'] as const;
 export type DocumentStatus = (typeof DOCUMENT_STATUSES)[number];
 
-export const ALLOWED_TRANSITIONS: Record<DocumentStatus, readonly DocumentStatus[]> = {
-  PENDING_PAYMENT: ['PAID', 'PAYMENT_FAILED', 'CANCELLED'],
-  PAYMENT_FAILED: ['PAID', 'CANCELLED'],
-  PAID: ['REFUNDED'],
-  REFUNDED: [],
-  CANCELLED: [],
-};
+/** The bank's payment statuses the gateway knows (compared case-insensitively); any other is recorded and changes nothing. */
+export const PROVIDER_STATUSES = ['PENDING', 'PROCESSING', 'PAID', 'FAILED', 'REFUNDED'] as const;
+export type ProviderStatus = (typeof PROVIDER_STATUSES)[number];
 
-/** Provider statuses (compared case-insensitively) and the document status each leads to; null: recorded only. */
-export const PROVIDER_STATUS_EFFECT: Record<string, DocumentStatus | null> = {
-  PENDING: null,
-  PROCESSING: null,
-  PAID: 'PAID',
-  FAILED: 'PAYMENT_FAILED',
-  REFUNDED: 'REFUNDED',
-};
+/**
+ * What moves a document: its source cancels it, or the bank reports a payment status. `cancel` is in
+ * lower case, which no provider status is once upper-cased, so the bank can never send a cancel.
+ */
+export type LifecycleEvent = 'cancel' | ProviderStatus;
+
+export interface LifecycleRow {
+  from: DocumentStatus;
+  on: LifecycleEvent;
+  /** The status after; the same as `from` when only the payment status is recorded. */
+  to: DocumentStatus;
+}
+
+/**
+ * Every (status, event) that does something. Anything not listed is refused and changes nothing: a late
+ * or out-of-order event, a cancel of a paid document, anything in a final state (CANCELLED, REFUNDED).
+ * Payment progress (PENDING, PROCESSING) is news only while the document still awaits its payment.
+ */
+export const LIFECYCLE: readonly LifecycleRow[] = [
+  { from: 'PENDING_PAYMENT', on: 'cancel', to: 'CANCELLED' },
+  { from: 'PENDING_PAYMENT', on: 'PENDING', to: 'PENDING_PAYMENT' },
+  { from: 'PENDING_PAYMENT', on: 'PROCESSING', to: 'PENDING_PAYMENT' },
+  { from: 'PENDING_PAYMENT', on: 'PAID', to: 'PAID' },
+  { from: 'PENDING_PAYMENT', on: 'FAILED', to: 'PAYMENT_FAILED' },
+  { from: 'PAYMENT_FAILED', on: 'cancel', to: 'CANCELLED' },
+  { from: 'PAYMENT_FAILED', on: 'PENDING', to: 'PAYMENT_FAILED' },
+  { from: 'PAYMENT_FAILED', on: 'PROCESSING', to: 'PAYMENT_FAILED' },
+  { from: 'PAYMENT_FAILED', on: 'PAID', to: 'PAID' },
+  { from: 'PAID', on: 'REFUNDED', to: 'REFUNDED' },
+];
 
 export type LifecycleInput = { kind: 'cancel' } | { kind: 'provider'; status: string };
 
@@ -32,46 +51,17 @@ export type LifecycleOutcome =
   /** Not allowed from the current status (late, out of order, or unknown): nothing changes. */
   | { result: 'refused'; reason: 'unknown_status' | 'not_allowed' };
 
-/** Payment progress (PENDING, PROCESSING) is news only while the document still awaits its payment. */
-const AWAITING_PAYMENT: readonly DocumentStatus[] = ['PENDING_PAYMENT', 'PAYMENT_FAILED'];
+const KNOWN_PROVIDER_STATUSES: ReadonlySet<string> = new Set(PROVIDER_STATUSES);
 
+/** A final status: nothing moves a document out of it. */
 export function isFinal(status: DocumentStatus): boolean {
-  return ALLOWED_TRANSITIONS[status].length === 0;
+  return !LIFECYCLE.some((row) => row.from === status);
 }
 
 export function transition(current: DocumentStatus, input: LifecycleInput): LifecycleOutcome {
-  let target: DocumentStatus;
-  if (input.kind === 'cancel') {
-    target = 'CANCELLED';
-  } else {
-    const key = input.status.toUpperCase();
-    if (!Object.hasOwn(PROVIDER_STATUS_EFFECT, key)) return { result: 'refused', reason: 'unknown_status' };
-    const effect = PROVIDER_STATUS_EFFECT[key];
-    if (effect === null) return AWAITING_PAYMENT.includes(current) ? { result: 'recorded' } : { result: 'refused', reason: 'not_allowed' };
-    target = effect;
-  }
-  return ALLOWED_TRANSITIONS[current].includes(target) ? { result: 'changed', to: target } : { result: 'refused', reason: 'not_allowed' };
-}
-
-/** A provider status's effect on a document in one status: the status after (the same when it is only recorded). */
-export interface ProviderTransition {
-  from: DocumentStatus;
-  /** Upper case, as `transition` compares it. */
-  providerStatus: string;
-  to: DocumentStatus;
-}
-
-/**
- * `transition` for every known provider status, as rows; a pair that is not listed is refused. For a
- * decision made inside SQL (the bank webhook decides and writes in one statement): the lifecycle stays
- * this one function.
- */
-export function providerTransitions(): ProviderTransition[] {
-  return DOCUMENT_STATUSES.flatMap((from) =>
-    Object.keys(PROVIDER_STATUS_EFFECT).flatMap((providerStatus) => {
-      const outcome = transition(from, { kind: 'provider', status: providerStatus });
-      if (outcome.result === 'refused') return [];
-      return [{ from, providerStatus, to: outcome.result === 'changed' ? outcome.to : from }];
-    }),
-  );
+  const on = input.kind === 'cancel' ? 'cancel' : input.status.toUpperCase();
+  if (input.kind === 'provider' && !KNOWN_PROVIDER_STATUSES.has(on)) return { result: 'refused', reason: 'unknown_status' };
+  const row = LIFECYCLE.find((candidate) => candidate.from === current && candidate.on === on);
+  if (!row) return { result: 'refused', reason: 'not_allowed' };
+  return row.to === current ? { result: 'recorded' } : { result: 'changed', to: row.to };
 }

@@ -3,7 +3,8 @@ import { Counter } from 'prom-client';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
-import { Transaction } from '../database/database';
+import { EntityManager } from 'typeorm';
+import { afterCommit } from '../database/after-commit';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { MetricsService } from '../metrics/metrics.service';
 import { BankEventOutcome } from './bank-event.entity';
@@ -11,13 +12,21 @@ import { DocumentEntity } from './document.entity';
 import { DocumentsRepository } from './documents.repository';
 import { FeedSignal } from './feed-signal';
 import { transition } from './lifecycle';
-import { BankEventRow, PaymentsRepository, ReceivedDelivery } from './payments.repository';
+import { BankEventRow, PaymentsRepository, ReceivedDelivery, WaitingEvent } from './payments.repository';
 
-export interface BankEventView extends Omit<BankEventRow, 'receivedAt' | 'position'> {
+export interface BankEventView extends Omit<BankEventRow, 'id' | 'receivedAt'> {
   receivedAt: string;
 }
 
-const toBankEventView = ({ position: _position, receivedAt, ...event }: BankEventRow): BankEventView => ({ ...event, receivedAt: receivedAt.toISOString() });
+const toBankEventView = (event: BankEventRow): BankEventView => ({
+  eventId: event.eventId,
+  eventType: event.eventType,
+  status: event.status,
+  providerReference: event.providerReference,
+  outcome: event.outcome,
+  documentId: event.documentId,
+  receivedAt: event.receivedAt.toISOString(),
+});
 
 /** The bank's payment status events: stored, applied to documents through the lifecycle, listed. */
 @Injectable()
@@ -56,18 +65,18 @@ export class PaymentsService {
    * An administrator's decision for an ambiguous event: applied (through the lifecycle, as it would have
    * been) to `documentId`, one of the documents with its providerReference.
    */
-  async applyTo(tx: Transaction, eventId: string, documentId: string): Promise<{ event: BankEventView; document: DocumentEntity }> {
+  async applyTo(tx: EntityManager, eventId: string, documentId: string): Promise<{ event: BankEventView; document: DocumentEntity }> {
     const event = await this.payments.findForUpdate(tx, eventId);
     if (!event) throw new AppError('NOT_FOUND', 'No such bank event');
     if (event.outcome !== 'ambiguous') throw new AppError('INVALID_STATE_TRANSITION', `Only an ambiguous event is applied by an administrator; this one is ${event.outcome}`);
     await this.documents.lockProviderReference(tx, event.providerReference);
-    const document = isUuid(documentId) ? await this.documents.find(tx, documentId, { forUpdate: true }) : null;
+    const document = isUuid(documentId) ? await this.documents.findForUpdate(tx, documentId) : null;
     if (!document) throw new AppError('NOT_FOUND', 'No such document');
     if (document.providerReference !== event.providerReference) {
       throw AppError.validation([{ field: 'documentId', message: "must be a document with the event's providerReference" }]);
     }
     const { document: after, outcome } = await this.applyOne(tx, document, event);
-    tx.afterCommit(() => this.feed.appended());
+    afterCommit(tx, () => this.feed.appended());
     return { event: toBankEventView({ ...event, outcome, documentId: after.id }), document: after };
   }
 
@@ -75,14 +84,14 @@ export class PaymentsService {
    * Applies, oldest first, the events that arrived before `document` (a new one with a providerReference,
    * whose lock `tx` holds), and marks them applied or ignored.
    */
-  async applyWaiting(tx: Transaction, document: DocumentEntity): Promise<DocumentEntity> {
+  async applyWaiting(tx: EntityManager, document: DocumentEntity): Promise<DocumentEntity> {
     if (!document.providerReference) return document;
     for (const event of await this.payments.waiting(tx, document.providerReference)) ({ document } = await this.applyOne(tx, document, event));
     return document;
   }
 
   /** One stored event applied to a locked document through the lifecycle, and marked with what it did. */
-  private async applyOne(tx: Transaction, document: DocumentEntity, event: { id: string; eventId: string; status: string }) {
+  private async applyOne(tx: EntityManager, document: DocumentEntity, event: WaitingEvent) {
     const assessed = transition(document.status, { kind: 'provider', status: event.status });
     if (assessed.result !== 'refused') {
       const status = assessed.result === 'changed' ? assessed.to : document.status;
@@ -96,7 +105,7 @@ export class PaymentsService {
   async page(filter: { outcome?: BankEventOutcome; cursor?: string; providerReference?: string }, limit: number): Promise<{ data: BankEventView[]; nextCursor: string | null }> {
     const before = filter.cursor ? decodeCursor('w', filter.cursor, 'cursor') : undefined;
     const rows = await this.payments.page({ outcome: filter.outcome, before, providerReference: filter.providerReference }, limit + 1);
-    const page = pageOf(rows, limit, (last) => encodeCursor('w', last.position));
+    const page = pageOf(rows, limit, (last) => encodeCursor('w', last.id));
     return { data: page.rows.map(toBankEventView), nextCursor: page.nextCursor };
   }
 
@@ -105,7 +114,7 @@ export class PaymentsService {
    * than a signed delivery is accepted (WEBHOOK_TOLERANCE_SECONDS), so a purged one cannot come back as new;
    * an event still unmatched or ambiguous by then is purged too, and an event's duplicates go with it.
    */
-  purge(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+  purge(tx: EntityManager, range: PurgeRange): Promise<PurgeBatch> {
     return this.payments.purge(tx, range);
   }
 

@@ -1,53 +1,27 @@
-import { Injectable, OnModuleInit, RequestMethod } from '@nestjs/common';
-import { INTERCEPTORS_METADATA, METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
 import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard';
-import { IdempotencyInterceptor } from './idempotency.interceptor';
-
-type Handler = (...args: unknown[]) => unknown;
-
-const paths = (metadata: unknown): string[] => (Array.isArray(metadata) ? metadata : [metadata ?? '']).map(String);
-const join = (base: string, path: string) => `/${[base, path].map((part) => part.replace(/^\/|\/$/g, '')).filter(Boolean).join('/')}`;
-
-/** The POST routes under /api/v1 that are not marked @Idempotent(). */
-export function unguardedPosts(controllers: readonly { metatype: Function; instance: object }[], scanner: MetadataScanner): string[] {
-  const missing: string[] = [];
-  for (const { metatype, instance } of controllers) {
-    const onClass: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, metatype) ?? [];
-    for (const name of scanner.getAllMethodNames(Object.getPrototypeOf(instance))) {
-      const handler = (instance as Record<string, Handler>)[name];
-      if (Reflect.getMetadata(METHOD_METADATA, handler) !== RequestMethod.POST) continue;
-      const onHandler: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, handler) ?? [];
-      if ([...onClass, ...onHandler].includes(IdempotencyInterceptor)) continue;
-      for (const base of paths(Reflect.getMetadata(PATH_METADATA, metatype))) {
-        for (const path of paths(Reflect.getMetadata(PATH_METADATA, handler))) {
-          const route = join(base, path);
-          if (`${route}/`.startsWith(EXTERNAL_API_PREFIX)) missing.push(`POST ${route}`);
-        }
-      }
-    }
-  }
-  return missing;
-}
+import { IDEMPOTENT_ROUTE } from './idempotency.interceptor';
 
 /**
  * The contract makes every POST under /api/v1 idempotent. The interceptor is put on each such route
- * rather than globally (see Idempotent), so a route added without it must stop the start-up instead
- * of silently running twice on a client's retry.
+ * rather than globally (see Idempotent), so a route added without it must stop the start-up instead of
+ * silently running twice on a client's retry. Routes are seen as Fastify registers them, with the route
+ * config @Idempotent() sets.
  */
-@Injectable()
-export class IdempotencyCoverage implements OnModuleInit {
-  constructor(
-    private readonly discovery: DiscoveryService,
-    private readonly scanner: MetadataScanner,
-  ) {}
+export class IdempotencyCoverage {
+  private readonly missing: string[] = [];
 
-  onModuleInit(): void {
-    const controllers = this.discovery
-      .getControllers()
-      .filter((wrapper) => wrapper.metatype && wrapper.instance)
-      .map((wrapper) => ({ metatype: wrapper.metatype as Function, instance: wrapper.instance as object }));
-    const missing = unguardedPosts(controllers, this.scanner);
-    if (missing.length > 0) throw new Error(`Not idempotent, though the contract requires it: ${missing.join(', ')}. Mark them @Idempotent().`);
+  /** Must be called before the application registers its routes. */
+  watch(fastify: FastifyInstance): void {
+    fastify.addHook('onRoute', ({ method, url, config }) => {
+      const methods = Array.isArray(method) ? method : [method];
+      const idempotent = (config as Record<string, unknown> | undefined)?.[IDEMPOTENT_ROUTE] === true;
+      if (methods.includes('POST') && `${url}/`.startsWith(EXTERNAL_API_PREFIX) && !idempotent) this.missing.push(`POST ${url}`);
+    });
+  }
+
+  /** Once the routes are registered: refuses to start if a POST under /api/v1 lacks @Idempotent(). */
+  assertComplete(): void {
+    if (this.missing.length > 0) throw new Error(`Not idempotent, though the contract requires it: ${this.missing.join(', ')}. Mark them @Idempotent().`);
   }
 }

@@ -1,16 +1,26 @@
-import { applyDecorators, CallHandler, ExecutionContext, HttpStatus, Injectable, NestInterceptor, UseInterceptors } from '@nestjs/common';
-import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
+import { applyDecorators, CallHandler, createParamDecorator, ExecutionContext, Injectable, NestInterceptor, UseInterceptors } from '@nestjs/common';
+import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
+import { EntityManager } from 'typeorm';
 import { PROBLEM_CONTENT_TYPE } from '../common/problem';
 import { requestFingerprint } from './fingerprint';
-import { IdempotencyService } from './idempotency.service';
-import { IdempotentOperation } from './idempotent-operation';
+import { Answer, IdempotencyService, IdempotentCall } from './idempotency.service';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The transaction in which IdempotencyInterceptor claimed this request's idempotency key. */
+    idempotencyTransaction?: EntityManager;
+  }
+}
 
 /**
  * The route's request happens at most once per (source, X-Idempotency-Key); put on routes by
- * @Idempotent(). The handler returns an IdempotentOperation, which the IdempotencyService runs under the
- * claim; the answer it stores, or the one stored before (a replay), is sent byte for byte.
+ * @Idempotent(). Before the pipes and the handler run, it claims the key in a new transaction, or answers
+ * from the key's record (a replay, byte for byte) or refuses (in use, reused). The handler's writes join
+ * that transaction (@IdempotencyTransaction()); its answer, or a business refusal, is stored in it, and
+ * all of it commits together. Anything else the route throws (a 422 of the pipe, a 401) rolls it back and
+ * leaves the key free.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -21,35 +31,67 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const reply = context.switchToHttp().getResponse<FastifyReply>();
     const key = IdempotencyService.parseKey(request.headers['x-idempotency-key']);
     const path = request.url.split('?')[0];
-    const answer = this.idempotency.execute(
-      {
-        source: request.apiKey!.source,
-        key,
-        fingerprint: requestFingerprint(request.method, path, request.body),
-        instance: path,
-        requestId: String(request.id),
-        successStatus: Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) ?? HttpStatus.CREATED,
-      },
-      // The handler, and the pipes that validate its parameters, run only when the service asks.
-      () => lastValueFrom(next.handle()) as Promise<IdempotentOperation>,
-    );
-    return from(
-      answer.then(({ status, body, location, replayed }) => {
-        // Nest has set the route's own status before the interceptors ran; a replay may carry another.
-        reply.status(status);
-        if (location) reply.header('Location', location);
-        if (replayed) reply.header('Idempotent-Replayed', 'true');
-        reply.type(status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8');
-        return body;
-      }),
-    );
+    const call: IdempotentCall = {
+      source: request.apiKey!.source,
+      key,
+      fingerprint: requestFingerprint(request.method, path, request.body),
+      instance: path,
+      requestId: String(request.id),
+    };
+    return from(this.answer(call, request, reply, next));
+  }
+
+  private async answer(call: IdempotentCall, request: FastifyRequest, reply: FastifyReply, next: CallHandler): Promise<string> {
+    const begun = await this.idempotency.begin(call);
+    if (begun.kind === 'replay') return send(reply, begun.answer, true);
+    const { claim } = begun;
+    request.idempotencyTransaction = claim.manager;
+    let answer: Answer;
+    try {
+      const result: unknown = await lastValueFrom(next.handle());
+      // Nest set the route's status before the interceptors ran; the handler may have set a Location.
+      const location = reply.getHeader('location');
+      answer = { status: reply.statusCode, body: JSON.stringify(result), location: typeof location === 'string' ? location : null };
+    } catch (error) {
+      const refusal = this.idempotency.refusalAnswer(error, call);
+      if (!refusal) {
+        await this.idempotency.abandon(claim);
+        throw error;
+      }
+      answer = refusal;
+    }
+    await this.idempotency.finish(claim, call, answer);
+    return send(reply, answer, false);
   }
 }
 
+/** The answer as stored, status and headers included; the body is sent as the stored text. */
+function send(reply: FastifyReply, answer: Answer, replayed: boolean): string {
+  reply.status(answer.status);
+  if (answer.location) reply.header('Location', answer.location);
+  if (replayed) reply.header('Idempotent-Replayed', 'true');
+  reply.type(answer.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8');
+  return answer.body;
+}
+
+/** Marks a route in Fastify's route config, where IdempotencyCoverage looks for it. */
+export const IDEMPOTENT_ROUTE = 'idempotent';
+
 /**
  * Makes a POST under /api/v1 happen at most once per (source, X-Idempotency-Key); every such route
- * carries it (IdempotencyCoverage refuses to start otherwise), and its handler returns an
- * IdempotentOperation. Scoped to those routes rather than global: an interceptor on a route costs
- * Nest an rxjs pipeline per request, which reads never need.
+ * carries it (IdempotencyCoverage refuses to start otherwise), and its handler's writes take the
+ * transaction from @IdempotencyTransaction(). Scoped to those routes rather than global: an interceptor
+ * on a route costs Nest an rxjs pipeline per request, which reads never need.
  */
-export const Idempotent = () => applyDecorators(UseInterceptors(IdempotencyInterceptor));
+export const Idempotent = () => applyDecorators(UseInterceptors(IdempotencyInterceptor), RouteConfig({ [IDEMPOTENT_ROUTE]: true }));
+
+/**
+ * The transaction in which IdempotencyInterceptor claimed the request's key: what the handler writes
+ * there commits together with the stored answer, or not at all.
+ */
+export const IdempotencyTransaction = createParamDecorator((_data: unknown, context: ExecutionContext): EntityManager => {
+  const transaction = context.switchToHttp().getRequest<FastifyRequest>().idempotencyTransaction;
+  // The interceptor runs before any parameter is resolved; reaching here without it is a wiring bug.
+  if (!transaction) throw new Error('@IdempotencyTransaction() used on a route without @Idempotent()');
+  return transaction;
+});

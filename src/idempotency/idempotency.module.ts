@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
-import { IdempotencyCoverage } from './idempotency-coverage';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { IdempotencyRecordEntity } from './idempotency-record.entity';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyRepository } from './idempotency.repository';
 import { IdempotencyService } from './idempotency.service';
@@ -8,8 +8,8 @@ import { IdempotencyService } from './idempotency.service';
 /** Global so that the controllers marked @Idempotent() get the interceptor and its service wherever they live. */
 @Global()
 @Module({
-  imports: [DiscoveryModule],
-  providers: [IdempotencyRepository, IdempotencyService, IdempotencyInterceptor, IdempotencyCoverage],
+  imports: [TypeOrmModule.forFeature([IdempotencyRecordEntity])],
+  providers: [IdempotencyRepository, IdempotencyService, IdempotencyInterceptor],
   exports: [IdempotencyService, IdempotencyInterceptor],
 })
 export class IdempotencyModule {}

@@ -1,106 +1,79 @@
 import { Injectable } from '@nestjs/common';
-import { Database, Queryable, Transaction } from '../database/database';
-import { sql } from '../database/sql';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, QueryRunner, Repository } from 'typeorm';
+import { columnsOf, placeholders } from '../database/entity-sql';
+import { PreparedStatement, runAndCommit } from '../database/prepared-statement';
+import { IdempotencyRecordEntity } from './idempotency-record.entity';
 
-/** A finished request's answer, stored with the fingerprint of the request that produced it. */
-export interface StoredAnswer {
-  fingerprint: string;
-  status: number;
-  body: string;
-  location: string | null;
-}
+/** What a request stores as its answer; the database gives the times. */
+const STORED = ['idempotencyKey', 'source', 'fingerprint', 'responseStatus', 'responseBody', 'responseLocation'] as const satisfies readonly (keyof IdempotencyRecordEntity)[];
 
-/** An answer as it is sent and stored: the status, the JSON text, the Location header. */
-export type Answer = Omit<StoredAnswer, 'fingerprint'>;
+export type NewRecord = Pick<IdempotencyRecordEntity, (typeof STORED)[number]>;
 
 /**
- * The values of idempotency_claim_or_find() (migration IdempotencyClaimOrFind), which takes
- * idempotency_claim()'s parameters, in their order (migration IdempotencyClaimFunction):
- * source, key, fingerprint, lifetime in seconds, status, body, location, and the marker the transaction's
- * time replaces in the body (null: none). A statement that claims a key itself passes them as they are.
+ * What the key says as a request arrives, in the request's transaction (idempotency_begin, migration
+ * IdempotencyBegin): its live stored answer, or whether this transaction now holds the key's claim, a
+ * transaction-scoped advisory lock taken without waiting (so a duplicate that arrives meanwhile learns at
+ * once that the key is in use, and a process that dies mid-request frees it with its transaction). One
+ * statement; a function because the answer must be read again behind the lock, with a snapshot of its own.
  */
-export type ClaimArguments = readonly [string, string, string, number, number, string, string | null, string | null];
-
-const FIND = sql(
-  'idempotency-find',
-  `SELECT fingerprint, response_status AS status, response_body AS body, response_location AS location
-     FROM idempotency_records WHERE idempotency_key = $2 AND source = $1 AND expires_at > now()`,
+const BEGIN = new PreparedStatement<Pick<IdempotencyRecordEntity, 'fingerprint' | 'responseStatus' | 'responseBody' | 'responseLocation'> & { held: boolean }>(
+  'idempotency-begin',
+  `SELECT held, fingerprint, response_status AS "responseStatus", response_body AS "responseBody", response_location AS "responseLocation"
+     FROM idempotency_begin($1, $2)`,
 );
 
-const CLAIM = sql(
-  'idempotency-claim',
-  `SELECT claimed, answer, stored_fingerprint AS "storedFingerprint", stored_status AS "storedStatus", stored_location AS "storedLocation"
-     FROM idempotency_claim_or_find($1, $2, $3, $4, $5, $6, $7, $8)`,
-);
-
-/** A row of idempotency_claim_or_find(), as a statement that calls it returns its columns. */
-export interface ClaimRow {
-  claimed: boolean;
-  answer: string | null;
-  storedFingerprint: string | null;
-  storedStatus: number | null;
-  storedLocation: string | null;
+/** What a claim found: whether this transaction holds the key, and the key's live record if there is one. */
+export interface ClaimFinding {
+  held: boolean;
+  record: Pick<IdempotencyRecordEntity, 'fingerprint' | 'responseStatus' | 'responseBody' | 'responseLocation'> | null;
 }
-
-/**
- * What a claim did: claimed, with the answer as stored; or not, with the key's live stored answer (a
- * replay, or the key used for another request), or none while a request holding the key is still running.
- */
-export type ClaimOutcome = { claimed: true; answer: string } | { claimed: false; stored: StoredAnswer | null };
-
-/** A ClaimRow as what it says. */
-export function claimOutcome(row: ClaimRow): ClaimOutcome {
-  if (row.claimed) return { claimed: true, answer: row.answer! };
-  if (row.storedFingerprint === null) return { claimed: false, stored: null };
-  return { claimed: false, stored: { fingerprint: row.storedFingerprint, status: row.storedStatus!, body: row.answer!, location: row.storedLocation } };
-}
-
-/** Whether a transaction holds the key's claim: a request with it is still running. Takes nothing. */
-const IN_USE = sql('idempotency-in-use', 'SELECT NOT pg_try_advisory_xact_lock(idempotency_lock_key($1, $2)) AS "inUse"');
-
-const STORE = sql(
-  'idempotency-store',
-  `UPDATE idempotency_records SET response_status = $3, response_body = $4, response_location = $5
-    WHERE idempotency_key = $2 AND source = $1`,
-);
-
-const PURGE_EXPIRED = sql(
-  'idempotency-purge',
-  `WITH gone AS (
-     DELETE FROM idempotency_records WHERE ctid IN (
-       SELECT ctid FROM idempotency_records WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)
-     RETURNING 1)
-   SELECT count(*)::int AS deleted FROM gone`,
-);
 
 /** Every query of the idempotency_records table. */
 @Injectable()
 export class IdempotencyRepository {
-  constructor(private readonly db: Database) {}
+  /**
+   * Writes the answer. Only the holder of the key's lock writes its record, and behind the lock
+   * idempotency_begin found no live one: a record already there has expired, and is taken over.
+   */
+  private readonly store: PreparedStatement;
 
-  async find(db: Queryable, source: string, key: string): Promise<StoredAnswer | null> {
-    const [answer] = await db.query<StoredAnswer>(FIND, [source, key]);
-    return answer ?? null;
+  constructor(@InjectRepository(IdempotencyRecordEntity) private readonly records: Repository<IdempotencyRecordEntity>) {
+    const { metadata } = records;
+    this.store = new PreparedStatement(
+      'idempotency-store',
+      `INSERT INTO idempotency_records (${columnsOf<IdempotencyRecordEntity>(metadata, STORED)}, expires_at)
+       VALUES (${placeholders(STORED.length)}, now() + make_interval(secs => $${STORED.length + 1}))
+       ON CONFLICT (idempotency_key, source) DO UPDATE
+         SET fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status, response_body = EXCLUDED.response_body,
+             response_location = EXCLUDED.response_location, created_at = now(), expires_at = EXCLUDED.expires_at`,
+    );
   }
 
-  /** Claims the key in `tx` with `args`' answer (a placeholder when it is not known yet), or says why not. */
-  async claim(tx: Transaction, args: ClaimArguments): Promise<ClaimOutcome> {
-    const [row] = await tx.query<ClaimRow>(CLAIM, args);
-    return claimOutcome(row);
+  /** What the key says, in `tx` (see BEGIN). */
+  async claim(tx: EntityManager, source: string, key: string): Promise<ClaimFinding> {
+    const [{ held, ...record }] = await BEGIN.run(tx, [source, key]);
+    return { held, record: record.fingerprint === null ? null : record };
   }
 
-  async inUse(source: string, key: string): Promise<boolean> {
-    const [{ inUse }] = await this.db.query<{ inUse: boolean }>(IN_USE, [source, key]);
-    return inUse;
-  }
-
-  async store(tx: Transaction, source: string, key: string, answer: Answer): Promise<void> {
-    await tx.query(STORE, [source, key, answer.status, answer.body, answer.location]);
+  /**
+   * Stores the answer as the last statement of `transaction`, which holds the key's lock, for `ttlSeconds`,
+   * and commits: both sent together.
+   */
+  async storeAndCommit(transaction: QueryRunner, record: NewRecord, ttlSeconds: number): Promise<void> {
+    await runAndCommit(transaction, [this.store.with(...STORED.map((property) => record[property]), ttlSeconds)]);
   }
 
   /** Deletes up to `limit` expired records; SKIP LOCKED lets several instances purge side by side. */
   async purgeExpired(limit: number): Promise<number> {
-    const [{ deleted }] = await this.db.query<{ deleted: number }>(PURGE_EXPIRED, [limit]);
+    const [{ deleted }] = await this.records.query<Array<{ deleted: number }>>(
+      `WITH gone AS (
+         DELETE FROM idempotency_records WHERE ctid IN (
+           SELECT ctid FROM idempotency_records WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING 1)
+       SELECT count(*)::int AS deleted FROM gone`,
+      [limit],
+    );
     return deleted;
   }
 }

@@ -1,13 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { AppError } from '../common/app-error';
 import { describeFailure } from '../common/database-failure';
 import { ErrorCode } from '../common/error-codes';
 import { toProblem } from '../common/problem';
 import { AppConfig } from '../config/app-config';
-import { Database, Transaction } from '../database/database';
-import { Answer, ClaimArguments, IdempotencyRepository, StoredAnswer } from './idempotency.repository';
-import { IdempotentOperation, TRANSACTION_TIME } from './idempotent-operation';
+import { ClaimFinding, IdempotencyRepository } from './idempotency.repository';
 
 export const IDEMPOTENCY_KEY_LENGTH = { min: 8, max: 128 } as const;
 export const IDEMPOTENCY_KEY_PATTERN = new RegExp(`^[a-zA-Z0-9._:-]{${IDEMPOTENCY_KEY_LENGTH.min},${IDEMPOTENCY_KEY_LENGTH.max}}$`);
@@ -15,36 +15,50 @@ export const IDEMPOTENCY_KEY_PATTERN = new RegExp(`^[a-zA-Z0-9._:-]{${IDEMPOTENC
 /** Business refusals are part of the operation's answer and are replayed; all else leaves the key free. */
 const STORED_REFUSALS: ReadonlySet<ErrorCode> = new Set(['DUPLICATE_DOCUMENT', 'INVALID_STATE_TRANSITION', 'NOT_FOUND']);
 
-/** The transaction's time marker as it appears in an answer's JSON text. */
-const TRANSACTION_TIME_JSON = JSON.stringify(TRANSACTION_TIME);
-
 const PURGE_BATCH = 5000;
 
+/** The request as idempotency sees it. */
 export interface IdempotentCall {
   source: string;
   key: string;
+  /** SHA-256 of method, path and the canonical JSON of the body (fingerprint.ts). */
   fingerprint: string;
   /** For a stored refusal's problem body, exactly as the error filter renders one. */
   instance: string;
   requestId: string;
-  /** The status Nest sends for a successful answer. */
-  successStatus: number;
 }
 
-/** What the request gets: an answer first made now, or the stored one (`replayed`). */
-export interface IdempotentReply extends Answer {
-  replayed: boolean;
+/** An answer as it is sent and stored: the status, the JSON text, the Location header. */
+export interface Answer {
+  status: number;
+  body: string;
+  location: string | null;
 }
 
-/** What the key says: its stored answer (a replay), used for another request, or still being processed. */
-type KeyState = { kind: 'stored'; answer: StoredAnswer } | { kind: 'reused' } | { kind: 'in_use' };
+/** A key this request holds: its transaction, which the route's writes join, until `finish` or `abandon`. */
+export class Claim {
+  constructor(readonly runner: QueryRunner) {}
 
+  get manager(): EntityManager {
+    return this.runner.manager;
+  }
+}
+
+/** What `begin` found: the key is this request's now, or it holds the answer of an earlier one (a replay). */
+export type Begun = { kind: 'claimed'; claim: Claim } | { kind: 'replay'; answer: Answer };
+
+/**
+ * The idempotency rules (README, "Idempotency rules"): a POST happens at most once per
+ * (source, key); its writes and its stored answer commit together or not at all. The claim is a
+ * transaction-scoped advisory lock: a duplicate that arrives meanwhile is told to retry (409) instead of
+ * waiting, and if this process dies the database rolls everything back and frees the key at once.
+ */
 @Injectable()
 export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
 
   constructor(
-    private readonly db: Database,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly records: IdempotencyRepository,
     private readonly config: AppConfig,
   ) {}
@@ -64,92 +78,60 @@ export class IdempotencyService {
   }
 
   /**
-   * The answer to the request: a replay, or the operation's own. `prepare` validates the request and says
-   * what to do (the route's handler); a request it refuses is refused only once the key is known to be
-   * neither in use nor used (CONTRACT §1 order). The claim, the operation's writes and the stored answer
-   * commit together or not at all. The claim is a transaction-scoped advisory lock: a duplicate that
-   * arrives meanwhile is told to retry (409) instead of waiting, and if this process dies the database
-   * rolls everything back and frees the key at once, with no lease to expire.
+   * Opens the request's transaction and claims the key in it; or answers from the key's live record (a
+   * replay), or refuses: 409 while another request holds the key, 422 when its record is another request's.
    */
-  async execute(call: IdempotentCall, prepare: () => Promise<IdempotentOperation>): Promise<IdempotentReply> {
-    let operation: IdempotentOperation;
+  async begin(call: IdempotentCall): Promise<Begun> {
+    const runner = this.dataSource.createQueryRunner();
+    let claimed = false;
     try {
-      operation = await prepare();
-    } catch (error) {
-      const state = await this.keyState(call);
-      if (state) return this.replyFor(state);
-      throw error;
-    }
-    if (typeof operation?.run !== 'function') throw new Error('An @Idempotent() handler must return an IdempotentOperation');
-    const outcome = (operation.inAdvance ? await this.runInAdvance(call, operation) : null) ?? (await this.runGeneral(call, operation));
-    return 'kind' in outcome ? this.replyFor(outcome) : { ...outcome, replayed: false };
-  }
-
-  /** The whole request in one statement; null when it must go the general way (nothing was written). */
-  private async runInAdvance(call: IdempotentCall, operation: IdempotentOperation): Promise<Answer | KeyState | null> {
-    const { answer, claimAndRun } = operation.inAdvance!;
-    const inAdvance: Answer = { status: call.successStatus, body: JSON.stringify(answer), location: operation.location ?? null };
-    const outcome = await claimAndRun(this.claimArguments(call, inAdvance, TRANSACTION_TIME_JSON));
-    switch (outcome.result) {
-      case 'done':
-        return { ...inAdvance, body: outcome.stored };
-      case 'not_claimed':
-        return this.stateOf(call, outcome.stored);
-      case 'general':
-        return null;
+      await runner.startTransaction();
+      const { held, record } = await this.records.claim(runner.manager, call.source, call.key);
+      if (record) return { kind: 'replay', answer: this.replayOf(call, record) };
+      if (!held) {
+        throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, { 'Retry-After': '1' });
+      }
+      claimed = true;
+      return { kind: 'claimed', claim: new Claim(runner) };
+    } finally {
+      // A replay or a refusal wrote nothing: its transaction ends here.
+      if (!claimed) await this.end(runner);
     }
   }
 
-  /** Claims the key, runs the operation and stores its answer, in one transaction. */
-  private async runGeneral(call: IdempotentCall, operation: IdempotentOperation): Promise<Answer | KeyState> {
-    return this.db.transaction<Answer | KeyState>(async (tx) => {
-      // A placeholder until the answer is known; no other transaction sees the record before it is stored.
-      const claim = await this.records.claim(tx, this.claimArguments(call, { status: 0, body: '', location: null }, null));
-      if (!claim.claimed) return this.stateOf(call, claim.stored);
-      const done = await this.attempt(tx, call, operation);
-      await this.records.store(tx, call.source, call.key, done);
-      return done;
-    });
+  /** The answer of a request the route refused: a business refusal is stored and sent like any answer; null for any other failure. */
+  refusalAnswer(error: unknown, call: IdempotentCall): Answer | null {
+    if (!(error instanceof AppError) || !STORED_REFUSALS.has(error.code)) return null;
+    return { status: error.status, body: JSON.stringify(toProblem(error, call.instance, call.requestId).body), location: null };
   }
 
-  /** The operation's answer: its value, or a refusal of a stored kind as its problem body. Anything else it throws rolls back. */
-  private async attempt(tx: Transaction, call: IdempotentCall, operation: IdempotentOperation): Promise<Answer> {
+  /** Stores `answer` and commits it with the route's writes; the transaction ends either way. */
+  async finish(claim: Claim, call: IdempotentCall, answer: Answer): Promise<void> {
     try {
-      return { status: call.successStatus, body: JSON.stringify(await operation.run(tx)), location: operation.location ?? null };
-    } catch (error) {
-      if (!(error instanceof AppError) || !STORED_REFUSALS.has(error.code)) throw error;
-      return { status: error.status, body: JSON.stringify(toProblem(error, call.instance, call.requestId).body), location: null };
+      await this.records.storeAndCommit(
+        claim.runner,
+        { idempotencyKey: call.key, source: call.source, fingerprint: call.fingerprint, responseStatus: answer.status, responseBody: answer.body, responseLocation: answer.location },
+        this.config.IDEMPOTENCY_TTL_SECONDS,
+      );
+    } finally {
+      await this.end(claim.runner);
     }
   }
 
-  /** What the key says when this request could not claim it; null when it is free. */
-  private async keyState(call: IdempotentCall): Promise<KeyState | null> {
-    const stored = await this.records.find(this.db, call.source, call.key);
-    if (stored) return this.stateOf(call, stored);
-    return (await this.records.inUse(call.source, call.key)) ? { kind: 'in_use' } : null;
+  /** Rolls the request back: nothing it wrote stays, and the key is free for a corrected retry. */
+  abandon(claim: Claim): Promise<void> {
+    return this.end(claim.runner);
   }
 
-  /** The key's state from what a claim that did not claim it found: its live answer, or none while it is in use. */
-  private stateOf(call: IdempotentCall, stored: StoredAnswer | null): KeyState {
-    if (!stored) return { kind: 'in_use' };
-    return stored.fingerprint === call.fingerprint ? { kind: 'stored', answer: stored } : { kind: 'reused' };
+  private replayOf(call: IdempotentCall, record: NonNullable<ClaimFinding['record']>): Answer {
+    if (record.fingerprint !== call.fingerprint) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This idempotency key was already used for a different request');
+    return { status: record.responseStatus, body: record.responseBody, location: record.responseLocation };
   }
 
-  private replyFor(state: KeyState): IdempotentReply {
-    switch (state.kind) {
-      case 'stored':
-        return { status: state.answer.status, body: state.answer.body, location: state.answer.location, replayed: true };
-      case 'reused':
-        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This idempotency key was already used for a different request');
-      case 'in_use':
-        throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, {
-          'Retry-After': '1',
-        });
-    }
-  }
-
-  private claimArguments(call: IdempotentCall, answer: Answer, timeMarker: string | null): ClaimArguments {
-    return [call.source, call.key, call.fingerprint, this.config.IDEMPOTENCY_TTL_SECONDS, answer.status, answer.body, answer.location, timeMarker];
+  /** Rolls back what did not commit (a rollback that fails means the connection is gone, and takes the transaction with it), then releases. */
+  private async end(runner: QueryRunner): Promise<void> {
+    if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+    await runner.release();
   }
 
   /** Expired records, in batches. */

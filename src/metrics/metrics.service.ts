@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { Database } from '../database/database';
+import { PoolStatistics } from '../database/pool-statistics';
 
 /** One registry per application instance, so two instances in one process never share counters. */
 @Injectable()
@@ -30,7 +30,7 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  constructor(database: Database) {
+  constructor(pool: PoolStatistics) {
     collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
     new Gauge({
@@ -39,7 +39,7 @@ export class MetricsService {
       labelNames: ['state'] as const,
       registers,
       collect() {
-        const { total, idle } = database.statistics();
+        const { total, idle } = pool.counts();
         this.set({ state: 'active' }, total - idle);
         this.set({ state: 'idle' }, idle);
       },
@@ -49,7 +49,7 @@ export class MetricsService {
       help: 'The most connections the request pool opens (DB_POOL_SIZE)',
       registers,
       collect() {
-        this.set(database.statistics().max);
+        this.set(pool.counts().max);
       },
     });
     new Gauge({
@@ -57,7 +57,7 @@ export class MetricsService {
       help: 'Callers waiting for a pooled connection right now',
       registers,
       collect() {
-        this.set(database.statistics().waiting);
+        this.set(pool.counts().waiting);
       },
     });
   }

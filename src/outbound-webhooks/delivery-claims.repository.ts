@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { Database } from '../database/database';
-import { sql } from '../database/sql';
-import type { DocumentEventType } from '../documents/document-event.entity';
-import type { DocumentStatus } from '../documents/lifecycle';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { PreparedStatement } from '../database/prepared-statement';
+import { DocumentEventEntity } from '../documents/document-event.entity';
+import type { OutboundDeliveryAttemptEntity } from './outbound-delivery-attempt.entity';
+import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity';
+import type { WebhookEndpointEntity } from './webhook-endpoint.entity';
 
 /**
  * Leases up to $1 deliveries due for at least $7 seconds, oldest first, for $2 seconds, to instance $4: per
@@ -12,7 +15,7 @@ import type { DocumentStatus } from '../documents/lifecycle';
  * taking. One row per delivery, each with `held_back`: when $7 > 0, whether an endpoint with a free slot
  * has deliveries due but not yet for $7 seconds; a single row with a null id when none is leased.
  */
-const CLAIM = sql(
+const CLAIM = new PreparedStatement(
   'outbound-claim',
   `WITH free AS (
      SELECT w.id, $5::int - COALESCE(busy.running, 0) AS slots
@@ -38,7 +41,7 @@ const CLAIM = sql(
       WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
      RETURNING d.id, d.endpoint_id, d.retry_step, w.url, w.secret,
                CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret,
-               e.id AS event_id, e.type, e.document_id, e.status, e.previous_status, e.created_at),
+               e.id AS event_id, e.source, e.type, e.document_id, e.status, e.previous_status, e.created_at),
    held AS (
      SELECT $7 > 0 AND EXISTS (
        SELECT 1 FROM free, outbound_deliveries d
@@ -48,7 +51,7 @@ const CLAIM = sql(
    SELECT leased.*, held.held_back FROM held LEFT JOIN leased ON true`,
 );
 
-const RELEASE = sql(
+const RELEASE = new PreparedStatement(
   'outbound-release',
   'UPDATE outbound_deliveries SET lease_expires_at = NULL, leased_by = NULL WHERE id = ANY ($1::bigint[]) AND leased_by = $2',
 );
@@ -60,7 +63,7 @@ const FAILING_DISABLE_AFTER = '5 days';
  * next attempt, $5 when it was made, $6 the answer's status, $7 the error class, $8 its duration in ms
  * and $9 the answer's excerpt; $10 the instance that must still hold the lease.
  */
-const RECORD = sql(
+const RECORD = new PreparedStatement(
   'outbound-record',
   `WITH result AS (
      SELECT * FROM unnest($1::bigint[], $2::varchar[], $3::varchar[], $4::float8[], $5::timestamptz[], $6::smallint[], $7::varchar[], $8::integer[], $9::varchar[])
@@ -104,31 +107,16 @@ const RECORD = sql(
 );
 
 /** Tells the other instances, listening on $1, that deliveries are due; the payload names the sender. */
-const NOTIFY = sql('outbound-notify', 'SELECT pg_notify($1, $2)');
+const NOTIFY = new PreparedStatement('outbound-notify', 'SELECT pg_notify($1, $2)');
 
 /** The shared queue, as every instance reports it: deliveries due now to enabled endpoints, and the oldest one's age. */
-const DUE = sql(
-  'outbound-due',
-  `SELECT count(*)::int AS depth, COALESCE(EXTRACT(EPOCH FROM now() - min(d.next_attempt_at)), 0)::float8 AS "oldestSeconds"
+const DUE = `SELECT count(*)::int AS depth, COALESCE(EXTRACT(EPOCH FROM now() - min(d.next_attempt_at)), 0)::float8 AS "oldestSeconds"
      FROM outbound_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled
-    WHERE d.status = 'pending' AND d.next_attempt_at <= now()`,
-);
+    WHERE d.status = 'pending' AND d.next_attempt_at <= now()`;
 
-/** A delivery leased to this instance, with what its message needs. */
-export interface ClaimedRow {
-  id: string;
-  endpointId: string;
-  retryStep: number;
-  url: string;
-  secret: string;
-  previousSecret: string | null;
-  eventId: string;
-  eventType: DocumentEventType;
-  documentId: string;
-  status: DocumentStatus;
-  previousStatus: DocumentStatus | null;
-  createdAt: Date;
-}
+/** A delivery leased to this instance, with what its message needs: its endpoint's address and secrets, and the event. */
+export type ClaimedDelivery = Pick<OutboundDeliveryEntity, 'id' | 'endpointId' | 'retryStep'> &
+  Pick<WebhookEndpointEntity, 'url' | 'secret' | 'previousSecret'> & { event: DocumentEventEntity };
 
 export interface ClaimRequest {
   limit: number;
@@ -142,28 +130,27 @@ export interface ClaimRequest {
   minAgeSeconds: number;
 }
 
-/** One finished attempt, as the recorder writes it. */
-export interface AttemptRecord {
-  deliveryId: string;
+/** One finished attempt, as the recorder writes it: the attempt, and what it makes of its delivery. */
+export type AttemptRecord = Pick<OutboundDeliveryAttemptEntity, 'deliveryId' | 'attemptedAt' | 'durationMs' | 'responseStatus' | 'error' | 'responseExcerpt'> & {
   outcome: string;
   /** The delivery's status after it: pending (a retry is scheduled), succeeded or failed. */
-  status: 'pending' | 'succeeded' | 'failed';
+  status: DeliveryStatus;
   delaySeconds: number | null;
-  attemptedAt: Date;
-  responseStatus: number | null;
-  error: string | null;
-  durationMs: number;
-  excerpt: string | null;
-}
+};
 
 /** The delivery worker's queries: leases on due deliveries, their release, the attempts' outcomes. */
+/**
+ * The delivery worker's queries: leases on due deliveries, their release, the attempts' outcomes. Each
+ * runs once per batch of deliveries, not per request, but under push load that is often: prepared
+ * statements (claim, release, record, notify); all of it SQL by hand (SKIP LOCKED, LATERAL, unnest).
+ */
 @Injectable()
 export class DeliveryClaimsRepository {
-  constructor(private readonly db: Database) {}
+  constructor(@InjectRepository(OutboundDeliveryEntity) private readonly deliveries: Repository<OutboundDeliveryEntity>) {}
 
   /** Leases due deliveries (see CLAIM); `heldBack`: whether some were due for less than `minAgeSeconds` and left. */
-  async claim(request: ClaimRequest): Promise<{ claimed: ClaimedRow[]; heldBack: boolean }> {
-    const rows = await this.db.query<Record<string, unknown>>(CLAIM, [
+  async claim(request: ClaimRequest): Promise<{ claimed: ClaimedDelivery[]; heldBack: boolean }> {
+    const rows = await CLAIM.run(this.deliveries.manager, [
       request.limit,
       request.leaseSeconds,
       [...request.held.keys()],
@@ -174,31 +161,36 @@ export class DeliveryClaimsRepository {
     ]);
     const claimed = rows
       .filter((row) => row.id !== null)
-      .map((row) => ({
-        id: row.id as string,
-        endpointId: row.endpoint_id as string,
-        retryStep: row.retry_step as number,
-        url: row.url as string,
-        secret: row.secret as string,
-        previousSecret: (row.previous_secret as string | null) ?? null,
-        eventId: String(row.event_id),
-        eventType: row.type as DocumentEventType,
-        documentId: row.document_id as string,
-        status: row.status as DocumentStatus,
-        previousStatus: row.previous_status as DocumentStatus | null,
-        createdAt: row.created_at as Date,
-      }));
+      .map(
+        (row): ClaimedDelivery => ({
+          id: row.id as string,
+          endpointId: row.endpoint_id as string,
+          retryStep: row.retry_step as number,
+          url: row.url as string,
+          secret: row.secret as string,
+          previousSecret: (row.previous_secret as string | null) ?? null,
+          event: {
+            id: String(row.event_id),
+            source: row.source as string,
+            documentId: row.document_id as string,
+            type: row.type as DocumentEventEntity['type'],
+            status: row.status as DocumentEventEntity['status'],
+            previousStatus: row.previous_status as DocumentEventEntity['previousStatus'],
+            createdAt: row.created_at as Date,
+          },
+        }),
+      );
     return { claimed, heldBack: rows[0]?.held_back === true };
   }
 
   /** Gives up this instance's leases on `ids`, for another attempt at once (by any instance). */
   async release(ids: readonly string[], instance: string): Promise<void> {
-    await this.db.query(RELEASE, [ids, instance]);
+    await RELEASE.run(this.deliveries.manager, [ids, instance]);
   }
 
   /** Records a batch of attempts, each only if `instance` still holds its lease (see RECORD). */
   async record(attempts: readonly AttemptRecord[], instance: string): Promise<void> {
-    await this.db.query(RECORD, [
+    await RECORD.run(this.deliveries.manager, [
       attempts.map((a) => a.deliveryId),
       attempts.map((a) => a.outcome),
       attempts.map((a) => a.status),
@@ -207,17 +199,17 @@ export class DeliveryClaimsRepository {
       attempts.map((a) => a.responseStatus),
       attempts.map((a) => a.error),
       attempts.map((a) => a.durationMs),
-      attempts.map((a) => a.excerpt),
+      attempts.map((a) => a.responseExcerpt),
       instance,
     ]);
   }
 
   async notify(channel: string, instance: string): Promise<void> {
-    await this.db.query(NOTIFY, [channel, instance]);
+    await NOTIFY.run(this.deliveries.manager, [channel, instance]);
   }
 
   async due(): Promise<{ depth: number; oldestSeconds: number }> {
-    const [row] = await this.db.query<{ depth: number; oldestSeconds: number }>(DUE);
+    const [row] = await this.deliveries.query<Array<{ depth: number; oldestSeconds: number }>>(DUE);
     return row;
   }
 }

@@ -63,7 +63,7 @@ export class DeliveryRecorder {
       responseStatus: result.status,
       error: result.error,
       durationMs: result.durationMs,
-      excerpt: result.excerpt,
+      responseExcerpt: result.excerpt,
     }));
     try {
       await this.claims.record(records, this.instance);

@@ -1,12 +1,13 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { describeFailure } from '../common/database-failure';
 import { AppConfig, parseRetrySchedule } from '../config/app-config';
-import { Database, Listener } from '../database/database';
+import { DATABASE_URL } from '../database/database.module';
+import { Listener } from '../database/listener';
 import { DocumentEventsService } from '../documents/document-events.service';
 import { FeedSignal } from '../documents/feed-signal';
-import { ClaimedRow, DeliveryClaimsRepository } from './delivery-claims.repository';
+import { ClaimedDelivery, DeliveryClaimsRepository } from './delivery-claims.repository';
 import { DeliveryRecorder, RecordedAttempt } from './delivery-recorder';
 import { AttemptResult, DeliverySender } from './delivery-sender';
 import { DeliverySlots } from './delivery-slots';
@@ -33,7 +34,7 @@ const MAX_PREFETCH_ROUNDS = 3;
 /** How long a stopping instance lets running attempts finish before it aborts and releases them. */
 const SHUTDOWN_GRACE_MS = 3000;
 
-type Claimed = ClaimedRow & { secrets: string[]; claimedAt: number };
+type Claimed = ClaimedDelivery & { secrets: string[]; claimedAt: number };
 
 /**
  * The delivery engine of every instance. Due deliveries are claimed with FOR UPDATE SKIP LOCKED and a
@@ -67,7 +68,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private notifyTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly db: Database,
+    @Inject(DATABASE_URL) private readonly databaseUrl: string,
     private readonly claims: DeliveryClaimsRepository,
     private readonly config: AppConfig,
     private readonly metrics: OutboundMetrics,
@@ -112,7 +113,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   }
 
   onApplicationBootstrap(): void {
-    this.listener = this.db.listen(
+    this.listener = new Listener(
+      this.databaseUrl,
       DELIVERIES_CHANNEL,
       (payload) => payload !== this.instance && this.wake(),
       // Notifications may have been missed while it was not connected.
@@ -233,7 +235,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   /** Sends one message; its outcome is recorded with others by the recorder, still under this instance's lease. */
   private async attempt(delivery: Claimed): Promise<void> {
     // Exactly the feed's view of the event (GET /api/v1/events), so `data` and the feed agree.
-    const event = DocumentEventsService.view({ ...delivery, id: delivery.eventId, type: delivery.eventType });
+    const event = DocumentEventsService.view(delivery.event);
     const body = JSON.stringify({ type: event.type, timestamp: event.createdAt, data: event });
     const attemptedAt = new Date();
     const headers = signedHeaders(delivery.secrets, event.id, Math.floor(attemptedAt.getTime() / 1000), body);

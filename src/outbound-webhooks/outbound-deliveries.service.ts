@@ -1,20 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, isBigintPosition, pageOf } from '../common/cursor';
-import { Database, Queryable, Transaction } from '../database/database';
+import { EntityManager, In } from 'typeorm';
+import { afterCommit } from '../database/after-commit';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { DocumentEventsService } from '../documents/document-events.service';
 import { DeliveryWorker } from './delivery-worker';
 import { AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
-import { DeliveryRow, OutboundDeliveriesRepository } from './outbound-deliveries.repository';
-import type { DeliveryStatus } from './outbound-delivery.entity';
+import { OutboundDeliveriesRepository } from './outbound-deliveries.repository';
+import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { WebhookEndpointsService } from './webhook-endpoints.service';
 
 @Injectable()
 export class OutboundDeliveriesService {
   constructor(
-    private readonly db: Database,
     private readonly deliveries: OutboundDeliveriesRepository,
     private readonly endpointRows: WebhookEndpointsRepository,
     private readonly endpoints: WebhookEndpointsService,
@@ -23,7 +23,7 @@ export class OutboundDeliveriesService {
   ) {}
 
   async list(source: string, endpointId: string, query: ListDeliveriesQueryDto): Promise<DeliveryPageDto> {
-    await this.endpoints.find(this.db, source, endpointId);
+    await this.endpoints.find(source, endpointId);
     const limit = query.limit ?? 20;
     const before = query.cursor ? decodeCursor('d', query.cursor, 'cursor') : undefined;
     const rows = await this.deliveries.page(endpointId, { status: query.status, before }, limit + 1);
@@ -32,10 +32,10 @@ export class OutboundDeliveriesService {
   }
 
   /** A failed or pending delivery is attempted again at once, from the start of the retry schedule. */
-  async retry(tx: Transaction, source: string, endpointId: string, deliveryId: string): Promise<DeliveryResponseDto> {
-    await this.endpoints.find(tx, source, endpointId);
+  async retry(tx: EntityManager, source: string, endpointId: string, deliveryId: string): Promise<DeliveryResponseDto> {
+    await this.endpoints.find(source, endpointId, tx);
     const restarted = await this.restart(tx, deliveryId, endpointId);
-    tx.afterCommit(() => this.worker.announce());
+    afterCommit(tx, () => this.worker.announce());
     return toDeliveryResponse(restarted.delivery);
   }
 
@@ -51,15 +51,15 @@ export class OutboundDeliveriesService {
     const eventIds = query.documentId ? (await this.events.ofDocument(query.documentId)).map((event) => event.id) : undefined;
     const rows = await this.deliveries.pageForAdmin({ ...query, eventIds, before }, limit + 1);
     const page = pageOf(rows, limit, (last) => encodeCursor('d', last.id));
-    const documents = await this.events.documentsOf(page.rows.map((row) => row.eventId));
-    return { data: page.rows.map((row) => toAdminDelivery(row, row.endpointUrl, documents)), nextCursor: page.nextCursor };
+    const [documents, urls] = await Promise.all([this.events.documentsOf(page.rows.map((row) => row.eventId)), this.urlsOf(page.rows)]);
+    return { data: page.rows.map((row) => toAdminDelivery(row, urls.get(row.endpointId) ?? '', documents)), nextCursor: page.nextCursor };
   }
 
   /** An administrator's Retry: any source, but still only a failed or pending delivery; in `tx`, where the caller records who did it. */
-  async retryForAdmin(tx: Transaction, deliveryId: string): Promise<AdminDeliveryDto> {
+  async retryForAdmin(tx: EntityManager, deliveryId: string): Promise<AdminDeliveryDto> {
     const { delivery, endpointUrl } = await this.restart(tx, deliveryId);
     // Due at once: an idle worker picks the delivery up as soon as it is committed.
-    tx.afterCommit(() => this.worker.announce());
+    afterCommit(tx, () => this.worker.announce());
     return toAdminDelivery(delivery, endpointUrl, await this.events.documentsOf([delivery.eventId]));
   }
 
@@ -69,23 +69,30 @@ export class OutboundDeliveriesService {
   }
 
   /** Retention: a batch of finished deliveries past RETENTION_DELIVERIES, with their attempts; pending ones are kept. */
-  purgeFinished(tx: Transaction, range: PurgeRange): Promise<PurgeBatch> {
+  purgeFinished(tx: EntityManager, range: PurgeRange): Promise<PurgeBatch> {
     return this.deliveries.purge(tx, range);
   }
 
-  private async restart(db: Queryable, deliveryId: string, endpointId?: string): Promise<{ delivery: DeliveryRow; endpointUrl: string }> {
-    const delivery = isBigintPosition(deliveryId) ? await this.deliveries.find(db, deliveryId, endpointId) : null;
+  /** The URL of each of these deliveries' endpoints. */
+  private async urlsOf(deliveries: OutboundDeliveryEntity[]): Promise<Map<string, string>> {
+    const ids = [...new Set(deliveries.map((delivery) => delivery.endpointId))];
+    if (ids.length === 0) return new Map();
+    return new Map((await this.endpointRows.findAll({ id: In(ids) })).map((endpoint) => [endpoint.id, endpoint.url]));
+  }
+
+  private async restart(tx: EntityManager, deliveryId: string, endpointId?: string): Promise<{ delivery: OutboundDeliveryEntity; endpointUrl: string }> {
+    const delivery = isBigintPosition(deliveryId) ? await this.deliveries.find(deliveryId, endpointId, tx) : null;
     if (!delivery) throw new AppError('NOT_FOUND', 'No such delivery');
     if (delivery.status === 'succeeded') throw new AppError('INVALID_STATE_TRANSITION', 'The delivery has already succeeded');
-    const endpoint = await this.endpointRows.findById(db, delivery.endpointId);
+    const endpoint = await this.endpointRows.findById(delivery.endpointId, tx);
     if (!endpoint?.enabled) throw new AppError('INVALID_STATE_TRANSITION', 'The endpoint is disabled; enable it before retrying its deliveries');
-    const restarted = await this.deliveries.restart(db, delivery.id);
+    const restarted = await this.deliveries.restart(tx, delivery.id);
     if (!restarted) throw new AppError('INVALID_STATE_TRANSITION', 'The delivery has already succeeded');
     return { delivery: restarted, endpointUrl: endpoint.url };
   }
 }
 
-function toDeliveryResponse(row: DeliveryRow): DeliveryResponseDto {
+function toDeliveryResponse(row: OutboundDeliveryEntity): DeliveryResponseDto {
   return {
     id: row.id,
     eventId: row.eventId,
@@ -99,6 +106,6 @@ function toDeliveryResponse(row: DeliveryRow): DeliveryResponseDto {
   };
 }
 
-function toAdminDelivery(row: DeliveryRow, endpointUrl: string, documents: Map<string, string>): AdminDeliveryDto {
+function toAdminDelivery(row: OutboundDeliveryEntity, endpointUrl: string, documents: Map<string, string>): AdminDeliveryDto {
   return { ...toDeliveryResponse(row), source: row.source, endpointId: row.endpointId, endpointUrl, documentId: documents.get(row.eventId) ?? null };
 }

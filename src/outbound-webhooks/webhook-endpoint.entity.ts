@@ -1,4 +1,5 @@
-import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn, VirtualColumn } from 'typeorm';
+import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql';
 
 export const OUTBOUND_EVENT_TYPES = ['document.created', 'document.status_changed'] as const;
 export type OutboundEventType = (typeof OUTBOUND_EVENT_TYPES)[number];
@@ -30,10 +31,11 @@ export class WebhookEndpointEntity {
   @Column({ name: 'disabled_reason', type: 'varchar', length: 16, nullable: true })
   disabledReason: DisabledReason | null;
 
-  @Column({ type: 'varchar', length: 100 })
+  /** Read only where a message is signed (the delivery claim): an endpoint loaded for a view never carries it. */
+  @Column({ type: 'varchar', length: 100, select: false })
   secret: string;
 
-  @Column({ name: 'previous_secret', type: 'varchar', length: 100, nullable: true })
+  @Column({ name: 'previous_secret', type: 'varchar', length: 100, nullable: true, select: false })
   previousSecret: string | null;
 
   @Column({ name: 'previous_secret_expires_at', type: 'timestamptz', nullable: true })
@@ -48,4 +50,8 @@ export class WebhookEndpointEntity {
 
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
   updatedAt: Date;
+
+  /** created_at in microseconds since the epoch (a Date keeps milliseconds): the position of a keyset cursor. */
+  @VirtualColumn({ type: 'bigint', query: MICROSECONDS_OF_CREATED_AT })
+  position: string;
 }

@@ -3,9 +3,8 @@ import { ApiAcceptedResponse, ApiCreatedResponse, ApiNoContentResponse, ApiOkRes
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
 import { ApiProblems } from '../common/problem.dto';
-import { Idempotent } from '../idempotency/idempotency.interceptor';
-import { operation } from '../idempotency/idempotent-operation';
-import type { IdempotentOperation } from '../idempotency/idempotent-operation';
+import { EntityManager } from 'typeorm';
+import { Idempotent, IdempotencyTransaction } from '../idempotency/idempotency.interceptor';
 import { DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
 import {
   CreateWebhookEndpointDto,
@@ -47,8 +46,8 @@ export class WebhookEndpointsController {
   })
   @ApiCreatedResponse({ type: WebhookEndpointWithSecretDto, links: ENDPOINT_LINKS })
   @ApiProblems('VALIDATION_ERROR')
-  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto): IdempotentOperation<WebhookEndpointWithSecretDto> {
-    return operation((tx) => this.endpoints.create(tx, key.source, body));
+  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto, @IdempotencyTransaction() tx: EntityManager): Promise<WebhookEndpointWithSecretDto> {
+    return this.endpoints.create(tx, key.source, body);
   }
 
   @Get()
@@ -102,8 +101,8 @@ export class WebhookEndpointsController {
   @ENDPOINT_ID
   @ApiOkResponse({ type: WebhookEndpointWithSecretDto })
   @ApiProblems('NOT_FOUND')
-  rotateSecret(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): IdempotentOperation<WebhookEndpointWithSecretDto> {
-    return operation((tx) => this.endpoints.rotateSecret(tx, key.source, id));
+  rotateSecret(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @IdempotencyTransaction() tx: EntityManager): Promise<WebhookEndpointWithSecretDto> {
+    return this.endpoints.rotateSecret(tx, key.source, id);
   }
 
   @Get(':id/deliveries')
@@ -131,7 +130,12 @@ export class WebhookEndpointsController {
   @DELIVERY_ID
   @ApiAcceptedResponse({ type: DeliveryResponseDto })
   @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION')
-  retry(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @Param('deliveryId') deliveryId: string): IdempotentOperation<DeliveryResponseDto> {
-    return operation((tx) => this.deliveries.retry(tx, key.source, id, deliveryId));
+  retry(
+    @CurrentKey() key: AuthenticatedKey,
+    @Param('id') id: string,
+    @Param('deliveryId') deliveryId: string,
+    @IdempotencyTransaction() tx: EntityManager,
+  ): Promise<DeliveryResponseDto> {
+    return this.deliveries.retry(tx, key.source, id, deliveryId);
   }
 }

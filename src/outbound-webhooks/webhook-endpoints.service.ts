@@ -3,21 +3,25 @@ import { AppError } from '../common/app-error';
 import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { AppConfig } from '../config/app-config';
-import { Database, Queryable, Transaction } from '../database/database';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { afterCommit } from '../database/after-commit';
 import { DeliveryWorker } from './delivery-worker';
 import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto';
 import { checkEndpointUrl } from './endpoint-url';
 import { generateSecret } from './signing';
-import { OUTBOUND_EVENT_TYPES } from './webhook-endpoint.entity';
-import { EndpointRow, WebhookEndpointsRepository } from './webhook-endpoints.repository';
+import { OutboundDeliveriesRepository } from './outbound-deliveries.repository';
+import { OUTBOUND_EVENT_TYPES, WebhookEndpointEntity } from './webhook-endpoint.entity';
+import { EndpointChange, WebhookEndpointsRepository } from './webhook-endpoints.repository';
 
 export const MAX_ENDPOINTS_PER_SOURCE = 10;
 
 @Injectable()
 export class WebhookEndpointsService implements OnModuleInit {
   constructor(
-    private readonly db: Database,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly endpoints: WebhookEndpointsRepository,
+    private readonly deliveries: OutboundDeliveriesRepository,
     private readonly worker: DeliveryWorker,
     private readonly config: AppConfig,
   ) {}
@@ -31,7 +35,7 @@ export class WebhookEndpointsService implements OnModuleInit {
   }
 
   /** Runs in the idempotency transaction, so a replay of the POST returns this same secret. */
-  async create(tx: Transaction, source: string, dto: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
+  async create(tx: EntityManager, source: string, dto: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
     const url = await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
     // Counted under the source's lock, so parallel creations cannot pass the limit together.
     await this.endpoints.lockSource(tx, source);
@@ -40,14 +44,9 @@ export class WebhookEndpointsService implements OnModuleInit {
         { field: 'url', message: `this source already has ${MAX_ENDPOINTS_PER_SOURCE} endpoints; delete one first` },
       ]);
     }
-    const endpoint = await this.endpoints.insert(tx, {
-      source,
-      url,
-      description: dto.description ?? null,
-      eventTypes: dto.eventTypes ?? [...OUTBOUND_EVENT_TYPES],
-      secret: generateSecret(),
-    });
-    return { ...toEndpointResponse(endpoint), secret: endpoint.secret };
+    const secret = generateSecret();
+    const endpoint = await this.endpoints.insert(tx, { source, url, description: dto.description ?? null, eventTypes: dto.eventTypes ?? [...OUTBOUND_EVENT_TYPES], secret });
+    return { ...toEndpointResponse(endpoint), secret };
   }
 
   async list(source: string): Promise<WebhookEndpointResponseDto[]> {
@@ -55,21 +54,27 @@ export class WebhookEndpointsService implements OnModuleInit {
   }
 
   async get(source: string, id: string): Promise<WebhookEndpointResponseDto> {
-    return toEndpointResponse(await this.find(this.db, source, id));
+    return toEndpointResponse(await this.find(source, id));
   }
 
+  /**
+   * Under the endpoint's row lock, so the operator's stop (disabledReason "admin") cannot change between
+   * the check and the write: only the operator who stopped an endpoint turns it back on.
+   */
   async update(source: string, id: string, dto: UpdateWebhookEndpointDto): Promise<WebhookEndpointResponseDto> {
     const url = dto.url === undefined ? undefined : await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
-    const updated = isUuid(id) ? await this.endpoints.update(source, id, { ...dto, url, disabledReason: 'client' }) : null;
-    if (!updated) {
-      // Only the operator who stopped an endpoint turns it back on; a client that could would make the stop pointless.
-      if ((await this.find(this.db, source, id)).disabledReason === 'admin') {
+    if (!isUuid(id)) throw notFound();
+    const updated = await this.dataSource.transaction(async (tx) => {
+      const endpoint = await this.endpoints.findForUpdate(tx, id, source);
+      if (!endpoint) throw notFound();
+      if (dto.enabled !== undefined && endpoint.disabledReason === 'admin') {
         throw new AppError('INVALID_STATE_TRANSITION', 'The gateway operator disabled this endpoint; only they can enable it again');
       }
-      throw notFound();
-    }
-    // Deliveries that waited while it was disabled are due again.
-    if (updated.enabled && updated.wasDisabled) this.worker.announce();
+      const changed = await this.endpoints.update(tx, id, { url, description: dto.description, eventTypes: dto.eventTypes, ...switched(dto.enabled, 'client') });
+      // Deliveries that waited while it was disabled are due again.
+      if (changed.enabled && !endpoint.enabled) afterCommit(tx, () => this.worker.announce());
+      return changed;
+    });
     return toEndpointResponse(updated);
   }
 
@@ -79,14 +84,23 @@ export class WebhookEndpointsService implements OnModuleInit {
    * commits: the delete waits for those, so it sees their deliveries, and creates after it see no endpoint.
    */
   async remove(source: string, id: string): Promise<void> {
-    if (!isUuid(id) || !(await this.endpoints.delete(source, id))) throw notFound();
+    const deleted =
+      isUuid(id) &&
+      (await this.dataSource.transaction(async (tx) => {
+        await this.endpoints.lockSource(tx, source);
+        if (!(await this.endpoints.delete(tx, source, id))) return false;
+        await this.deliveries.deleteOfEndpoint(tx, id);
+        return true;
+      }));
+    if (!deleted) throw notFound();
   }
 
   /** The old secret keeps signing, beside the new one, for OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS. */
-  async rotateSecret(tx: Transaction, source: string, id: string): Promise<WebhookEndpointWithSecretDto> {
-    const rotated = isUuid(id) ? await this.endpoints.rotateSecret(tx, source, id, generateSecret(), this.config.OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS) : null;
+  async rotateSecret(tx: EntityManager, source: string, id: string): Promise<WebhookEndpointWithSecretDto> {
+    const secret = generateSecret();
+    const rotated = isUuid(id) ? await this.endpoints.rotateSecret(tx, source, id, secret, this.config.OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS) : null;
     if (!rotated) throw notFound();
-    return { ...toEndpointResponse(rotated), secret: rotated.secret };
+    return { ...toEndpointResponse(rotated), secret };
   }
 
   async pageForAdmin(filter: { source?: string; cursor?: string }, limit: number): Promise<{ data: AdminWebhookEndpointDto[]; nextCursor: string | null }> {
@@ -99,16 +113,17 @@ export class WebhookEndpointsService implements OnModuleInit {
    * An administrator stops a client's misbehaving endpoint (disabledReason "admin") or turns it back on, in
    * `tx`, where the caller records who did it.
    */
-  async setEnabledByAdmin(tx: Transaction, id: string, enabled: boolean): Promise<AdminWebhookEndpointDto> {
-    const endpoint = isUuid(id) ? await this.endpoints.setEnabled(tx, id, enabled) : null;
+  async setEnabledByAdmin(tx: EntityManager, id: string, enabled: boolean): Promise<AdminWebhookEndpointDto> {
+    const endpoint = isUuid(id) ? await this.endpoints.findForUpdate(tx, id) : null;
     if (!endpoint) throw notFound();
-    if (endpoint.enabled && endpoint.wasDisabled) tx.afterCommit(() => this.worker.announce());
-    return { source: endpoint.source, ...toEndpointResponse(endpoint) };
+    const changed = await this.endpoints.update(tx, id, switched(enabled, 'admin'));
+    if (changed.enabled && !endpoint.enabled) afterCommit(tx, () => this.worker.announce());
+    return { source: changed.source, ...toEndpointResponse(changed) };
   }
 
   /** Another source's endpoint, an unknown id and a non-UUID are all the same 404. */
-  async find(db: Queryable, source: string, id: string): Promise<EndpointRow> {
-    const endpoint = isUuid(id) ? await this.endpoints.find(db, source, id) : null;
+  async find(source: string, id: string, tx?: EntityManager): Promise<WebhookEndpointEntity> {
+    const endpoint = isUuid(id) ? await this.endpoints.find(source, id, tx) : null;
     if (!endpoint) throw notFound();
     return endpoint;
   }
@@ -116,7 +131,16 @@ export class WebhookEndpointsService implements OnModuleInit {
 
 const notFound = () => new AppError('NOT_FOUND', 'No such webhook endpoint');
 
-function toEndpointResponse(endpoint: EndpointRow): WebhookEndpointResponseDto {
+/**
+ * Switching an endpoint on or off (undefined: neither): off records `reason`; on clears it and starts
+ * afresh, the five days of failures that may have disabled it counted from now again.
+ */
+function switched(enabled: boolean | undefined, reason: 'client' | 'admin'): Pick<EndpointChange, 'enabled' | 'disabledReason' | 'failingSince'> {
+  if (enabled === undefined) return {};
+  return enabled ? { enabled, disabledReason: null, failingSince: null } : { enabled, disabledReason: reason };
+}
+
+function toEndpointResponse(endpoint: WebhookEndpointEntity): WebhookEndpointResponseDto {
   return {
     id: endpoint.id,
     url: endpoint.url,

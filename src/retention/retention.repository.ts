@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Transaction } from '../database/database';
-import { sql } from '../database/sql';
+import { EntityManager } from 'typeorm';
 
 /**
  * First key of the purge's advisory locks: two-key locks are apart from one-key ones (the idempotency
@@ -12,31 +11,28 @@ export const RETENTION_LOCK_NAMESPACE = 7_340_219;
  * The locks of tables $1 (in a fixed order), all or, when another instance's purge holds one, not all:
  * taking never waits, and whatever was taken is released with the transaction.
  */
-const TRY_LOCKS = sql(
-  'retention-try-locks',
-  `SELECT bool_and(pg_try_advisory_xact_lock(${RETENTION_LOCK_NAMESPACE}, hashtext(name))) AS locked FROM unnest($1::text[]) AS name`,
-);
+const TRY_LOCKS = `SELECT bool_and(pg_try_advisory_xact_lock(${RETENTION_LOCK_NAMESPACE}, hashtext(name))) AS locked FROM unnest($1::text[]) AS name`;
 
 /**
  * Rows deleted per table as this session's statistics count them, cascades included. Since PostgreSQL 15
  * the "xact" view also holds counts of earlier transactions of the session not yet reported, so only the
  * difference between two readings in one transaction says what happened in between.
  */
-const DELETED = sql(
-  'retention-deleted',
-  `SELECT relname AS "table", n_tup_del::int AS deleted FROM pg_stat_xact_user_tables WHERE n_tup_del > 0`,
-);
+const DELETED = `SELECT relname AS "table", n_tup_del::int AS deleted FROM pg_stat_xact_user_tables WHERE n_tup_del > 0`;
 
-/** What the purge needs beyond each module's own statement: its locks, and the count of what went. */
+/**
+ * What the purge needs beyond each module's own statement: its locks, and the count of what went. It owns
+ * no table: advisory locks and PostgreSQL's statistics views, SQL by hand in the purge's transaction.
+ */
 @Injectable()
 export class RetentionRepository {
-  async tryLock(tx: Transaction, tables: readonly string[]): Promise<boolean> {
-    const [{ locked }] = await tx.query<{ locked: boolean }>(TRY_LOCKS, [[...tables].sort()]);
+  async tryLock(tx: EntityManager, tables: readonly string[]): Promise<boolean> {
+    const [{ locked }] = await tx.query<Array<{ locked: boolean }>>(TRY_LOCKS, [[...tables].sort()]);
     return locked;
   }
 
   /** Runs `work` in `tx` and counts the rows it deleted, per table (cascades included). */
-  async counting<T>(tx: Transaction, work: () => Promise<T>): Promise<{ result: T; deleted: Map<string, number> }> {
+  async counting<T>(tx: EntityManager, work: () => Promise<T>): Promise<{ result: T; deleted: Map<string, number> }> {
     const before = await this.deletedSoFar(tx);
     const result = await work();
     const deleted = new Map<string, number>();
@@ -46,7 +42,7 @@ export class RetentionRepository {
     return { result, deleted };
   }
 
-  private async deletedSoFar(tx: Transaction): Promise<Map<string, number>> {
-    return new Map((await tx.query<{ table: string; deleted: number }>(DELETED)).map((row) => [row.table, row.deleted]));
+  private async deletedSoFar(tx: EntityManager): Promise<Map<string, number>> {
+    return new Map((await tx.query<Array<{ table: string; deleted: number }>>(DELETED)).map((row) => [row.table, row.deleted]));
   }
 }

@@ -3,7 +3,8 @@ import { Counter } from 'prom-client';
 import { AuditLogService } from '../admin/audit-log.service';
 import { describeFailure } from '../common/database-failure';
 import { AppConfig } from '../config/app-config';
-import { Database, Transaction } from '../database/database';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { DocumentEventsService } from '../documents/document-events.service';
 import { PaymentsService } from '../documents/payments.service';
@@ -25,11 +26,11 @@ interface Target {
    */
   tables: readonly string[];
   period: (config: AppConfig) => string;
-  purge: (tx: Transaction, range: PurgeRange) => Promise<PurgeBatch>;
+  purge: (tx: EntityManager, range: PurgeRange) => Promise<PurgeBatch>;
 }
 
 /**
- * Retention (CONTRACT §5.2): every RETENTION_INTERVAL_SECONDS each instance walks each table's oldest rows
+ * Retention (docs/operations.md, "Retention"): every RETENTION_INTERVAL_SECONDS each instance walks each table's oldest rows
  * in batches and deletes those past their period. Each module owns its statement; this service owns when,
  * in what order, how much at a time, the locks between instances and the count of what went. One timer
  * for all tables rather than one per module: an instance then runs one batch at a time, and a table
@@ -45,7 +46,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   private stopped = false;
 
   constructor(
-    private readonly db: Database,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly config: AppConfig,
     private readonly locks: RetentionRepository,
     events: DocumentEventsService,
@@ -113,7 +114,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     const olderThan = target.period(this.config);
     let after = '0';
     while (!this.stopped && performance.now() < deadline) {
-      const done = await this.db.transaction(async (tx) => {
+      const done = await this.dataSource.transaction(async (tx) => {
         // Another instance is purging one of these tables right now: this one leaves it to it.
         if (!(await this.locks.tryLock(tx, target.tables))) return null;
         const { result: batch, deleted } = await this.locks.counting(tx, () => target.purge(tx, { olderThan, after, limit: RETENTION_BATCH }));

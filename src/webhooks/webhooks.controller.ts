@@ -2,14 +2,12 @@ import { Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { TEXT_PATTERN } from '../common/json-body-parser';
 import { ApiProblems } from '../common/problem.dto';
-import { PROVIDER_STATUS_EFFECT } from '../documents/lifecycle';
+import { PROVIDER_STATUSES } from '../documents/lifecycle';
 import { PAYMENT_STATUS_EVENT } from '../documents/bank-event.entity';
 import { PaymentsService } from '../documents/payments.service';
 import { BANK_WEBHOOK_PATH, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from './webhook-signature';
 import { MAX_FIELD_LENGTH, PAYLOAD_FIELDS, SignedDelivery, WebhookSignaturePipe } from './webhook-signature.pipe';
 import type { VerifiedDelivery } from './webhook-signature.pipe';
-
-const PROVIDER_STATUSES = Object.keys(PROVIDER_STATUS_EFFECT);
 
 const FIELD_EXAMPLES: Record<(typeof PAYLOAD_FIELDS)[number], { example: string; description: string }> = {
   eventId: { example: 'evt_000123', description: 'Unique per event; a repeated eventId is acknowledged and changes nothing' },

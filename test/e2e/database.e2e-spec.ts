@@ -2,10 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import '../../src/documents/documents.repository';
-import '../../src/idempotency/idempotency.repository';
-import { createDatabase } from '../../src/database/database.module';
-import { sql, statementNamed } from '../../src/database/sql';
+import { PreparedStatement } from '../../src/database/prepared-statement';
 import { freePort } from '../../src/database/embedded-postgres';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner';
@@ -14,10 +11,6 @@ import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { newSourceWithKey } from '../support/factories';
 import { startClusterProcess, waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
-
-const BACKEND_PID = sql('test-backend-pid', 'SELECT pg_backend_pid() AS pid, pg_sleep($1)');
-/** The sessions of the current database, or of them those with a pid in $1. */
-const ALIVE = sql('test-alive', 'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND ($1::int[] IS NULL OR pid = ANY ($1::int[]))');
 
 describe('database', () => {
   describe('readiness while the database goes away and comes back', () => {
@@ -134,52 +127,17 @@ describe('database', () => {
         await t.close();
       }
     });
-
-    // Replaced all at once, connections opened together (at start-up, in a burst) would all prepare their
-    // statements again together, on cold caches: under load a stall of every request once a lifetime.
-    it('opened together are replaced at different times, each within its lifetime', async () => {
-      const lifetimeMs = 6000;
-      const url = await createTestDatabase();
-      const db = createDatabase({ url, poolSize: 10, lifetimeSeconds: lifetimeMs / 1000 });
-      try {
-        const alive = async (pids: number[] | null) => new Set((await db.query<{ pid: number }>(ALIVE, [pids])).map((row) => row.pid));
-        // Overlapping, so each of the ten takes a connection of its own.
-        const onTenConnections = async (sleepSeconds: number) =>
-          (await Promise.all(Array.from({ length: 10 }, () => db.query<{ pid: number }>(BACKEND_PID, [sleepSeconds])))).map(([row]) => row.pid);
-        // What was open before (the test's own connections) is left out: only those opened together count.
-        const before = await alive(null);
-        const opened = (await onTenConnections(0.2)).filter((pid) => !before.has(pid));
-        const openedAt = performance.now();
-        expect(opened.length).toBeGreaterThanOrEqual(8);
-
-        const replacedAt = new Map<number, number>();
-        while (replacedAt.size < opened.length && performance.now() - openedAt < lifetimeMs + 3000) {
-          await onTenConnections(0.01);
-          const left = await alive(opened);
-          for (const pid of opened) if (!left.has(pid) && !replacedAt.has(pid)) replacedAt.set(pid, performance.now() - openedAt);
-        }
-
-        expect(replacedAt.size).toBe(opened.length);
-        const times = [...replacedAt.values()];
-        expect(Math.max(...times)).toBeLessThan(lifetimeMs + 1000);
-        // Each is replaced at a moment drawn from the second half of its lifetime: eight or more spanning less
-        // than 15 % of that half would happen less than once in 80,000 runs; replaced together, a few ms.
-        expect(Math.max(...times) - Math.min(...times)).toBeGreaterThan(0.15 * (lifetimeMs / 2));
-      } finally {
-        await db.onApplicationShutdown();
-        await dropTestDatabase(url);
-      }
-    });
   });
 
   describe('generic plans', () => {
     // A pooled connection may keep the plan it made of a statement while a table was empty for as long as the
     // connection lives; what that plan reads must not grow with the table.
     // Each per-request look-up: the statement, the table it reads (emptied first), rows to add, its parameters.
-    const cases: Array<[string, string, string, string, (source: string) => string[]]> = [
+    // The statement's text, asked once the application (and so its repositories) exists.
+    const cases: Array<[string, () => string, string, string, (source: string) => string[]]> = [
       [
-        'the stored answer of an idempotency key',
-        'idempotency-find',
+        'the stored answer of an idempotency key (the look-ups of idempotency_begin, a function: its plans are kept per connection too)',
+        () => 'SELECT * FROM idempotency_begin($1, $2)',
         'idempotency_records',
         `INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at)
                SELECT $1, 'key-' || n, repeat('0', 64), 201, '{}', now() + interval '1 day' FROM generate_series(1, 5000) n`,
@@ -187,7 +145,7 @@ describe('database', () => {
       ],
       [
         'a document by id',
-        'document-find',
+        () => PreparedStatement.named('document-find').text,
         'documents',
         `INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date, currency, total_amount, tax_amount)
                SELECT $1, 'doc-' || n, 'INVOICE', 'DE123456789', 'Muster GmbH', 'DE', '2026-11-20', 'EUR', 119, 19 FROM generate_series(1, 5000) n`,
@@ -195,7 +153,7 @@ describe('database', () => {
       ],
     ];
 
-    it.each(cases)('of %s, made while its table was empty, read a few pages once it holds thousands', async (_name, name, table, fill, parameters) => {
+    it.each(cases)('of %s, made while its table was empty, read a few pages once it holds thousands', async (_name, text, table, fill, parameters) => {
       const t = await startTestApp();
       const client = t.db;
       try {
@@ -203,9 +161,10 @@ describe('database', () => {
         await client.query('BEGIN');
         await client.query(`TRUNCATE ${table} CASCADE`);
         await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-        await client.query(`PREPARE lookup AS ${statementNamed(name).text}`);
+        await client.query(`PREPARE lookup AS ${text()}`);
         const execute = `EXECUTE lookup(${parameters(source).map((p) => `'${p}'`).join(', ')})`;
-        expect((await client.query(execute)).rows).toEqual([]);
+        // Planned and run while the table is empty (a function's statements are planned as it runs them).
+        await client.query(execute);
 
         await client.query(fill, [source]);
         const [{ 'QUERY PLAN': [plan] }] = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${execute}`)).rows;

@@ -1,11 +1,10 @@
-import { AsyncResource } from 'node:async_hooks';
 import { Client } from 'pg';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { holdDocumentInsert } from '../support/database';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
-describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
+describe('idempotency', () => {
   let t: TestApp;
   let db: Client;
   let acme: IssuedKey;
@@ -299,25 +298,6 @@ describe('idempotency (spec §5.2, CONTRACT §2.2)', () => {
       } finally {
         await fresh.close();
       }
-    });
-  });
-
-  describe('per request', () => {
-    it("binds the interceptor's async context without Node 20's deprecated accessor, which kept each request's objects alive to the next full collection", async () => {
-      const appBind = AsyncResource.bind;
-      const bound: unknown[] = [];
-      AsyncResource.bind = ((...args: Parameters<typeof appBind>) => {
-        const fn = appBind(...args);
-        bound.push(fn);
-        return fn;
-      }) as typeof appBind;
-      try {
-        expect((await postDocument(t.app, acme.key, documentBody(acme.source))).statusCode).toBe(201);
-      } finally {
-        AsyncResource.bind = appBind;
-      }
-      expect(bound.length).toBeGreaterThan(0);
-      for (const fn of bound) expect(fn).not.toHaveProperty('asyncResource');
     });
   });
 

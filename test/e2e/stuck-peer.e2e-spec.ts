@@ -2,8 +2,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Database } from '../../src/database/database';
-import { sql } from '../../src/database/sql';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { freePort } from '../../src/database/embedded-postgres';
 import { cancelDocument, documentBody, newSourceWithKey, postDocument } from '../support/factories';
 import { spawnNode, Spawned, startClusterProcess, waitFor } from '../support/processes';
@@ -161,9 +161,8 @@ describe('a PostgreSQL that stops answering', () => {
     const list = () => t.app.inject({ method: 'GET', url: '/api/v1/documents', headers: { 'x-api-key': source.key } });
     // Both pool connections open (held at once, so the pool must open two), so the next request is bound
     // to take a frozen one.
-    const pool = t.app.get(Database);
-    const sleep = sql('test-sleep', 'SELECT pg_sleep(0.2)');
-    await Promise.all([pool.query(sleep), pool.query(sleep)]);
+    const dataSource = t.app.get<DataSource>(getDataSourceToken());
+    await Promise.all([dataSource.query('SELECT pg_sleep(0.2)'), dataSource.query('SELECT pg_sleep(0.2)')]);
     frozen = (
       await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)
     ).rows.map((row: { pid: number }) => row.pid);

@@ -1,9 +1,10 @@
 import { Client } from 'pg';
 import { DeliveryClaimsRepository } from '../../src/outbound-webhooks/delivery-claims.repository';
-import { mediumDatabase, MediumDatabase } from '../support/medium';
+import { OutboundDeliveryEntity } from '../../src/outbound-webhooks/outbound-delivery.entity';
+import { mediumModule, Medium } from '../support/medium';
 
 describe('DeliveryClaimsRepository', () => {
-  let m: MediumDatabase;
+  let m: Medium;
   let claims: DeliveryClaimsRepository;
   let check: Client;
   let endpoints: string[];
@@ -19,10 +20,9 @@ describe('DeliveryClaimsRepository', () => {
   });
 
   beforeAll(async () => {
-    m = await mediumDatabase();
-    claims = new DeliveryClaimsRepository(m.db);
-    check = new Client({ connectionString: m.url });
-    await check.connect();
+    m = await mediumModule({ entities: [OutboundDeliveryEntity], providers: [DeliveryClaimsRepository] });
+    claims = m.moduleRef.get(DeliveryClaimsRepository);
+    check = m.check;
     // Two endpoints of one source, and ten events whose deliveries the feed trigger enqueues for both.
     endpoints = (
       await check.query(
@@ -36,10 +36,7 @@ describe('DeliveryClaimsRepository', () => {
     );
     await check.query(`INSERT INTO document_events (source, document_id, type, status) SELECT source, id, 'document.created', status FROM documents`);
   });
-  afterAll(async () => {
-    await check.end();
-    await m.close();
-  });
+  afterAll(() => m.close());
 
   it('leases at most each endpoint\u2019s share, less what the instance holds, and never the same delivery to two instances', async () => {
     const [first, second] = await Promise.all([claims.claim(request('one')), claims.claim(request('two', { held: new Map([[endpoints[0], 2]]) }))]);
@@ -47,8 +44,10 @@ describe('DeliveryClaimsRepository', () => {
     expect(perEndpoint(first.claimed, endpoints[0])).toBe(3);
     expect(perEndpoint(second.claimed, endpoints[0])).toBe(1);
     const ids = [...first.claimed, ...second.claimed].map((row) => row.id);
+    // Each with what its message needs: the endpoint's address and secret, and the event as the feed has it.
+    expect(first.claimed[0]).toMatchObject({ url: expect.stringMatching(/^https:\/\/example.com\//), secret: 'whsec_x', previousSecret: null, retryStep: 0 });
+    expect(first.claimed[0].event).toEqual({ id: expect.any(String), source: 'acme-erp', documentId: expect.any(String), type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null, createdAt: expect.any(Date) });
     expect(new Set(ids).size).toBe(ids.length);
-    expect(first.claimed[0]).toMatchObject({ url: expect.stringMatching(/^https:\/\/example.com\//), secret: 'whsec_x', eventType: 'document.created', createdAt: expect.any(Date) });
 
     // Released leases are due again at once; another instance's are not touched.
     await claims.release(first.claimed.map((row) => row.id), 'two');
@@ -77,7 +76,7 @@ describe('DeliveryClaimsRepository', () => {
       responseStatus: status === 'pending' ? 500 : 204,
       error: status === 'pending' ? 'http_error' : null,
       durationMs: 5,
-      excerpt: null,
+      responseExcerpt: null,
     });
     await claims.record([record(claimed[0].id, 'succeeded'), record(claimed[1].id, 'pending')], 'someone-else');
     expect((await check.query(`SELECT count(*)::int AS n FROM outbound_delivery_attempts`)).rows[0].n).toBe(0);

@@ -1,125 +1,108 @@
-import { Client } from 'pg';
-import { DocumentsRepository, draftDocument } from '../../src/documents/documents.repository';
-import { CreateDocumentDto } from '../../src/documents/dto/create-document.dto';
-import { ClaimArguments } from '../../src/idempotency/idempotency.repository';
-import { mediumDatabase, MediumDatabase } from '../support/medium';
-
-let n = 0;
-const unique = () => `${++n}-${Date.now()}`;
-const dto = (overrides: Partial<CreateDocumentDto> = {}): CreateDocumentDto =>
-  ({
-    source: 'acme-erp',
-    externalId: `INV-${unique()}`,
-    type: 'INVOICE',
-    taxpayer: { taxId: 'DE1', name: 'Muster GmbH', country: 'DE' },
-    issueDate: '2026-11-20',
-    currency: 'EUR',
-    totalAmount: '0119.00',
-    taxAmount: '19.00',
-    metadata: { zz: 'last', a: 'first' },
-    ...overrides,
-  }) as CreateDocumentDto;
-const claim = (key = `key-${unique()}`): ClaimArguments => ['acme-erp', key, 'f'.repeat(64), 86400, 201, '{"answer":true}', '/x', null];
+import { DataSource } from 'typeorm';
+import { BankEventEntity } from '../../src/documents/bank-event.entity';
+import { DocumentEventEntity } from '../../src/documents/document-event.entity';
+import { DocumentEntity } from '../../src/documents/document.entity';
+import { DocumentsRepository } from '../../src/documents/documents.repository';
+import { mediumModule, Medium, newDocument } from '../support/medium';
 
 describe('DocumentsRepository', () => {
-  let m: MediumDatabase;
+  let m: Medium;
   let documents: DocumentsRepository;
-  let check: Client;
-  const count = async (table: string, where = 'true', values: unknown[] = []) => (await check.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, values)).rows[0].n;
+  let dataSource: DataSource;
+  const count = async (table: string, where = 'true', values: unknown[] = []) => (await m.check.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, values)).rows[0].n;
 
   beforeAll(async () => {
-    m = await mediumDatabase();
-    documents = new DocumentsRepository(m.db);
-    check = new Client({ connectionString: m.url });
-    await check.connect();
+    m = await mediumModule({ entities: [DocumentEntity, DocumentEventEntity, BankEventEntity], providers: [DocumentsRepository] });
+    documents = m.moduleRef.get(DocumentsRepository);
+    dataSource = m.dataSource;
   });
-  afterAll(async () => {
-    await check.end();
-    await m.close();
-  });
+  afterAll(() => m.close());
 
-  describe('createClaimed', () => {
-    it('writes the key\u2019s record, the document as drafted and its created event in one statement', async () => {
-      const draft = draftDocument(dto({ providerReference: `PAY-${unique()}` }));
-      expect(await documents.createClaimed(draft, claim())).toEqual({ created: true, answer: '{"answer":true}' });
-      const stored = await documents.find(m.db, draft.id);
-      // Each value as the draft said PostgreSQL would hand it back.
-      expect(stored).toMatchObject({ ...draft, paymentUpdatedAt: null });
-      expect(Object.keys(stored!.metadata)).toEqual(['a', 'zz']);
-      expect(await count('document_events', `document_id = $1 AND type = 'document.created'`, [draft.id])).toBe(1);
-    });
-
-    it('writes nothing for a key that is taken (and says what it holds), a duplicate, or a providerReference bank events wait for', async () => {
-      const key = `key-${unique()}`;
-      await documents.createClaimed(draftDocument(dto()), claim(key));
-      const again = draftDocument(dto());
-      // Another request's claim under the same key: what comes back is what the first one stored, not these.
-      const another: ClaimArguments = ['acme-erp', key, 'e'.repeat(64), 86400, 202, '{"answer":"other"}', '/y', null];
-      expect(await documents.createClaimed(again, another)).toEqual({
-        created: false,
-        reason: 'not_claimed',
-        stored: { fingerprint: 'f'.repeat(64), status: 201, body: '{"answer":true}', location: '/x' },
-      });
-      expect(await documents.find(m.db, again.id)).toBeNull();
-
-      const first = dto({ providerReference: `PAY-${unique()}` });
-      await documents.createClaimed(draftDocument(first), claim());
-      const duplicateKey = `key-${unique()}`;
-      expect(await documents.createClaimed(draftDocument(dto({ externalId: first.externalId })), claim(duplicateKey))).toEqual({ created: false, reason: 'duplicate' });
-      // The claim went with the failed statement.
-      expect(await count('idempotency_records', 'idempotency_key = $1', [duplicateKey])).toBe(0);
-
-      const waitedFor = `PAY-${unique()}`;
-      await check.query(
-        `INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, raw_body, body_sha256, signed_at)
-         VALUES ($1, 'PAYMENT_STATUS', 'PAID', $2, 'unmatched', '\\x7b7d', '\\x00', now())`,
-        [`evt-${unique()}`, waitedFor],
-      );
-      const waitingKey = `key-${unique()}`;
-      expect(await documents.createClaimed(draftDocument(dto({ providerReference: waitedFor })), claim(waitingKey))).toEqual({ created: false, reason: 'payments_waiting' });
-      expect(await count('idempotency_records', 'idempotency_key = $1', [waitingKey])).toBe(0);
-      expect(await count('documents', 'provider_reference = $1', [waitedFor])).toBe(0);
-    });
+  it('inserts a document with its created event and answers the row as stored, each value as a read gives it back', async () => {
+    const written = newDocument({ providerReference: `PAY-${Date.now()}` });
+    const created = await dataSource.transaction((tx) => documents.insert(tx, written));
+    expect(created).toEqual({ document: expect.objectContaining({ status: 'PENDING_PAYMENT', seq: expect.any(String), totalAmount: '119.00' }), paymentsWaiting: false });
+    const stored = await documents.find(created!.document.id);
+    expect(stored).toEqual(created!.document);
+    expect(stored).toMatchObject({ issueDate: '2026-11-20', paymentUpdatedAt: null, createdAt: expect.any(Date) });
+    expect(Object.keys(stored!.metadata)).toEqual(['a', 'zz']);
+    expect(await count('document_events', `document_id = $1 AND type = 'document.created'`, [stored!.id])).toBe(1);
+    // The same row as TypeORM's own entity API reads it.
+    expect(await dataSource.getRepository(DocumentEntity).findOneBy({ id: stored!.id })).toEqual(stored);
   });
 
-  describe('the general way', () => {
-    it('inserts a document with its event, or nothing for a duplicate, and tells which duplicate', async () => {
-      const draft = draftDocument(dto());
-      const inserted = await m.db.transaction((tx) => documents.insert(tx, draft));
-      expect(inserted).toMatchObject({ id: draft.id, status: 'PENDING_PAYMENT', seq: expect.any(String) });
-      expect(await m.db.transaction((tx) => documents.insert(tx, draftDocument(dto({ externalId: draft.externalId }))))).toBeNull();
-      expect(await documents.externalIdTaken(m.db, 'acme-erp', draft.externalId)).toBe(true);
-      expect(await documents.externalIdTaken(m.db, 'other-source', draft.externalId)).toBe(false);
-    });
+  it('writes nothing for a duplicate externalId or providerReference of the source, and tells which; another source may use both', async () => {
+    const first = newDocument({ providerReference: `PAY-${Date.now()}` });
+    await dataSource.transaction((tx) => documents.insert(tx, first));
+    for (const duplicate of [newDocument({ externalId: first.externalId }), newDocument({ providerReference: first.providerReference })]) {
+      expect(await dataSource.transaction((tx) => documents.insert(tx, duplicate))).toBeNull();
+    }
+    expect(await count('documents', 'source = $1 AND (external_id = $2 OR provider_reference = $3)', [first.source, first.externalId, first.providerReference])).toBe(1);
+    expect(await dataSource.transaction((tx) => documents.externalIdTaken(tx, first.source, first.externalId))).toBe(true);
+    expect(await dataSource.transaction((tx) => documents.externalIdTaken(tx, 'other-source', first.externalId))).toBe(false);
+    expect(await dataSource.transaction((tx) => documents.insert(tx, { ...first, source: 'other-source' }))).not.toBeNull();
+  });
 
-    it('changes a status with its feed event, and only records a payment status that changes none', async () => {
-      const draft = draftDocument(dto());
-      await m.db.transaction((tx) => documents.insert(tx, draft));
-      const recorded = await m.db.transaction((tx) => documents.change(tx, { id: draft.id, status: 'PENDING_PAYMENT', previous: 'PENDING_PAYMENT', paymentStatus: 'PROCESSING', eventId: 'evt-1' }));
-      expect(recorded).toMatchObject({ status: 'PENDING_PAYMENT', paymentStatus: 'PROCESSING', paymentLastEventId: 'evt-1', paymentUpdatedAt: expect.any(Date) });
-      const paid = await m.db.transaction((tx) => documents.change(tx, { id: draft.id, status: 'PAID', previous: 'PENDING_PAYMENT', paymentStatus: 'PAID', eventId: 'evt-2' }));
-      expect(paid.status).toBe('PAID');
-      const { rows } = await check.query(`SELECT type, status, previous_status FROM document_events WHERE document_id = $1 ORDER BY id`, [draft.id]);
-      expect(rows).toEqual([
-        { type: 'document.created', status: 'PENDING_PAYMENT', previous_status: null },
-        { type: 'document.status_changed', status: 'PAID', previous_status: 'PENDING_PAYMENT' },
-      ]);
-    });
+  it('says when bank events wait for the providerReference, and takes the reference\u2019s lock before it looks', async () => {
+    const waitedFor = `PAY-${Date.now()}-waited`;
+    await m.check.query(
+      `INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, raw_body, body_sha256, signed_at)
+       VALUES ($1, 'PAYMENT_STATUS', 'PAID', $2, 'unmatched', '\\x7b7d', '\\x00', now())`,
+      [`evt-${Date.now()}`, waitedFor],
+    );
+    expect(await dataSource.transaction((tx) => documents.insert(tx, newDocument({ providerReference: waitedFor })))).toMatchObject({ paymentsWaiting: true });
 
-    it('pages a source\u2019s documents newest first, by status, type and externalId', async () => {
-      const source = `pager-${unique()}`;
-      const drafts = [];
-      for (let i = 0; i < 5; i += 1) {
-        const draft = draftDocument(dto({ source, type: i % 2 ? 'RECEIPT' : 'INVOICE' }));
-        await m.db.transaction((tx) => documents.insert(tx, draft));
-        drafts.push(draft);
-      }
-      const all = await documents.page(source, {}, 10);
-      expect(all.map((d) => d.id)).toEqual(drafts.map((d) => d.id).reverse());
-      expect((await documents.page(source, { type: 'RECEIPT' }, 10)).map((d) => d.id)).toEqual([drafts[3].id, drafts[1].id]);
-      expect((await documents.page(source, { before: all[1].seq }, 2)).map((d) => d.id)).toEqual([drafts[2].id, drafts[1].id]);
-      expect((await documents.page(source, { externalId: drafts[2].externalId }, 10)).map((d) => d.id)).toEqual([drafts[2].id]);
-      expect(await documents.page(source, { externalId: drafts[2].externalId, status: 'PAID' }, 10)).toEqual([]);
+    // While another transaction holds the reference's lock, the create waits, and then sees what it committed.
+    const reference = `PAY-${Date.now()}-locked`;
+    const holder = dataSource.createQueryRunner();
+    await holder.startTransaction();
+    await documents.lockProviderReference(holder.manager, reference);
+    const create = dataSource.transaction((tx) => documents.insert(tx, newDocument({ providerReference: reference })));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await holder.query(
+      `INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, raw_body, body_sha256, signed_at)
+       VALUES ($1, 'PAYMENT_STATUS', 'PAID', $2, 'unmatched', '\\x7b7d', '\\x00', now())`,
+      [`evt-${Date.now()}-held`, reference],
+    );
+    await holder.commitTransaction();
+    await holder.release();
+    expect(await create).toMatchObject({ paymentsWaiting: true });
+  });
+
+  it('changes a status with its feed event, only records a payment status that changes none, and locks what it reads for update', async () => {
+    const { document } = (await dataSource.transaction((tx) => documents.insert(tx, newDocument())))!;
+    const recorded = await dataSource.transaction(async (tx) => {
+      const locked = await documents.findForUpdate(tx, document.id);
+      return documents.change(tx, { id: locked!.id, status: 'PENDING_PAYMENT', previous: 'PENDING_PAYMENT', paymentStatus: 'PROCESSING', eventId: 'evt-1' });
     });
+    expect(recorded).toMatchObject({ status: 'PENDING_PAYMENT', paymentStatus: 'PROCESSING', paymentLastEventId: 'evt-1', paymentUpdatedAt: expect.any(Date) });
+    const paid = await dataSource.transaction((tx) => documents.change(tx, { id: document.id, status: 'PAID', previous: 'PENDING_PAYMENT', paymentStatus: 'PAID', eventId: 'evt-2' }));
+    expect(paid).toEqual(await documents.find(document.id));
+    const { rows } = await m.check.query(`SELECT type, status, previous_status FROM document_events WHERE document_id = $1 ORDER BY id`, [document.id]);
+    expect(rows).toEqual([
+      { type: 'document.created', status: 'PENDING_PAYMENT', previous_status: null },
+      { type: 'document.status_changed', status: 'PAID', previous_status: 'PENDING_PAYMENT' },
+    ]);
+    await expect(documents.findForUpdate(dataSource.manager, document.id)).rejects.toThrow(/transaction/i);
+  });
+
+  it('pages a source\u2019s documents newest first, by status, type and externalId, and administrators by providerReference', async () => {
+    const source = `pager-${Date.now()}`;
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const created = await dataSource.transaction((tx) => documents.insert(tx, newDocument({ source, type: i % 2 ? 'RECEIPT' : 'INVOICE', providerReference: `REF-${source}` + (i % 2 ? '' : `-${i}`) })));
+      ids.push(created?.document.id ?? 'duplicate');
+    }
+    // The second and the fourth share a providerReference within the source: the fourth is a duplicate.
+    expect(ids[3]).toBe('duplicate');
+    const kept = ids.filter((id) => id !== 'duplicate');
+    const all = await documents.page(source, {}, 10);
+    expect(all.map((d) => d.id)).toEqual([...kept].reverse());
+    expect((await documents.page(source, { type: 'RECEIPT' }, 10)).map((d) => d.id)).toEqual([ids[1]]);
+    expect((await documents.page(source, { before: all[1].seq }, 2)).map((d) => d.id)).toEqual([kept[1], kept[0]]);
+    expect((await documents.page(source, { externalId: all[2].externalId }, 10)).map((d) => d.id)).toEqual([all[2].id]);
+    expect(await documents.page(source, { externalId: all[2].externalId, status: 'PAID' }, 10)).toEqual([]);
+    expect((await documents.pageByProviderReference(`REF-${source}`, undefined, {}, 10)).map((d) => d.id)).toEqual([ids[1]]);
+    expect(await documents.pageByProviderReference(`REF-${source}`, 'another-source', {}, 10)).toEqual([]);
   });
 });

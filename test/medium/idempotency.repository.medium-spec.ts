@@ -1,117 +1,115 @@
-import { Client } from 'pg';
-import { sql } from '../../src/database/sql';
-import { ClaimArguments, IdempotencyRepository } from '../../src/idempotency/idempotency.repository';
-import { TRANSACTION_TIME } from '../../src/idempotency/idempotent-operation';
-import { mediumDatabase, MediumDatabase } from '../support/medium';
+import { DataSource, QueryRunner } from 'typeorm';
+import { IdempotencyRecordEntity } from '../../src/idempotency/idempotency-record.entity';
+import { IdempotencyRepository, NewRecord } from '../../src/idempotency/idempotency.repository';
+import { mediumModule, Medium } from '../support/medium';
 
-const MARKER = JSON.stringify(TRANSACTION_TIME);
-const claimOf = (key: string, answer = { status: 201, body: '{"id":"x"}', location: '/x' as string | null }, ttl = 86400): ClaimArguments => [
-  'acme-erp',
-  key,
-  'f'.repeat(64),
-  ttl,
-  answer.status,
-  answer.body,
-  answer.location,
-  MARKER,
-];
-
-describe('IdempotencyRepository and idempotency_claim_or_find()', () => {
-  let m: MediumDatabase;
+describe('IdempotencyRepository and idempotency_begin()', () => {
+  let m: Medium;
   let records: IdempotencyRepository;
-  let check: Client;
+  let dataSource: DataSource;
   let n = 0;
   const key = () => `key-${++n}-${Date.now()}`;
+  const answer = (k: string, overrides: Partial<NewRecord> = {}): NewRecord => ({
+    idempotencyKey: k,
+    source: 'acme-erp',
+    fingerprint: 'f'.repeat(64),
+    responseStatus: 201,
+    responseBody: '{"id":"x"}',
+    responseLocation: '/x',
+    ...overrides,
+  });
+  /** A request's transaction, as IdempotencyService opens it. */
+  const open = async (): Promise<QueryRunner> => {
+    const runner = dataSource.createQueryRunner();
+    await runner.startTransaction();
+    return runner;
+  };
+  const end = async (runner: QueryRunner) => {
+    if (runner.isTransactionActive) await runner.rollbackTransaction();
+    await runner.release();
+  };
+  /** Claims `k` and stores `stored` for it, as a request that finishes does. */
+  const finished = async (k: string, stored = answer(k)) => {
+    const runner = await open();
+    expect(await records.claim(runner.manager, 'acme-erp', k)).toEqual({ held: true, record: null });
+    await records.storeAndCommit(runner, stored, 86400);
+    await end(runner);
+  };
 
   beforeAll(async () => {
-    m = await mediumDatabase();
-    records = new IdempotencyRepository(m.db);
-    check = new Client({ connectionString: m.url });
-    await check.connect();
+    m = await mediumModule({ entities: [IdempotencyRecordEntity], providers: [IdempotencyRepository] });
+    records = m.moduleRef.get(IdempotencyRepository);
+    dataSource = m.dataSource;
   });
-  afterAll(async () => {
-    await check.end();
-    await m.close();
+  afterAll(() => m.close());
+
+  it('claims a free key, stores the answer with the commit, and then answers with it, for that source only', async () => {
+    const k = key();
+    await finished(k);
+    const runner = await open();
+    expect(await records.claim(runner.manager, 'acme-erp', k)).toEqual({
+      held: false,
+      record: { fingerprint: 'f'.repeat(64), responseStatus: 201, responseBody: '{"id":"x"}', responseLocation: '/x' },
+    });
+    expect(await records.claim(runner.manager, 'other-source', k)).toEqual({ held: true, record: null });
+    await end(runner);
+    const { rows } = await m.check.query(`SELECT (expires_at - created_at)::text AS lifetime FROM idempotency_records WHERE idempotency_key = $1`, [k]);
+    expect(rows).toEqual([{ lifetime: '1 day' }]);
   });
 
-  it('stores the answer with the transaction\u2019s time where the marker stood, and finds it once committed', async () => {
+  it('does not give a key another transaction holds (in use); once that one rolls back, the key is free again', async () => {
     const k = key();
-    const claim = await m.db.transaction((tx) => records.claim(tx, claimOf(k, { status: 201, body: `{"createdAt":${MARKER},"n":1}`, location: '/d/1' })));
-    const stored = claim.claimed ? claim.answer : 'not claimed';
-    expect(stored).toMatch(/^\{"createdAt":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","n":1\}$/);
-    const { rows } = await check.query(`SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at FROM idempotency_records WHERE idempotency_key = $1`, [k]);
-    expect(stored).toContain(rows[0].at);
-    expect(await records.find(m.db, 'acme-erp', k)).toEqual({ fingerprint: 'f'.repeat(64), status: 201, body: stored, location: '/d/1' });
-    expect(await records.find(m.db, 'other-source', k)).toBeNull();
+    const first = await open();
+    expect(await records.claim(first.manager, 'acme-erp', k)).toEqual({ held: true, record: null });
+    const second = await open();
+    expect(await records.claim(second.manager, 'acme-erp', k)).toEqual({ held: false, record: null });
+    await end(second);
+    await end(first);
+    const third = await open();
+    expect(await records.claim(third.manager, 'acme-erp', k)).toEqual({ held: true, record: null });
+    await end(third);
+    expect(await m.check.query(`SELECT 1 FROM idempotency_records WHERE idempotency_key = $1`, [k])).toMatchObject({ rowCount: 0 });
   });
 
-  it('does not claim a key another transaction holds (in use), nor one with a live record, whose answer it returns; a claim that rolls back leaves nothing', async () => {
+  it('finds a live answer without writing: no transaction id, no lock', async () => {
     const k = key();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const first = m.db.transaction(async (tx) => {
-      const answer = await records.claim(tx, claimOf(k));
-      await held;
-      return answer;
-    });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(await records.inUse('acme-erp', k)).toBe(true);
-    expect(await m.db.transaction((tx) => records.claim(tx, claimOf(k)))).toEqual({ claimed: false, stored: null });
-    release();
-    expect(await first).toEqual({ claimed: true, answer: '{"id":"x"}' });
-    expect(await records.inUse('acme-erp', k)).toBe(false);
-    const another: ClaimArguments = ['acme-erp', k, 'e'.repeat(64), 86400, 500, 'another answer', null, MARKER];
-    expect(await m.db.transaction((tx) => records.claim(tx, another))).toEqual({
-      claimed: false,
-      stored: { fingerprint: 'f'.repeat(64), status: 201, body: '{"id":"x"}', location: '/x' },
-    });
+    await finished(k);
+    const runner = await open();
+    try {
+      expect(await records.claim(runner.manager, 'acme-erp', k)).toMatchObject({ record: { responseStatus: 201 } });
+      const [state] = await runner.query(
+        `SELECT txid_current_if_assigned()::text AS xid, (SELECT count(*)::int FROM pg_locks WHERE pid = pg_backend_pid() AND locktype IN ('advisory', 'transactionid')) AS locks`,
+      );
+      expect(state).toEqual({ xid: null, locks: 0 });
+    } finally {
+      await end(runner);
+    }
+  });
+
+  it('takes over an expired record, and leaves nothing when the request rolls back', async () => {
+    const k = key();
+    await finished(k);
+    await m.check.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [k]);
+    await finished(k, answer(k, { responseStatus: 409, responseBody: '{"code":"DUPLICATE_DOCUMENT"}', responseLocation: null }));
+    const runner = await open();
+    expect(await records.claim(runner.manager, 'acme-erp', k)).toMatchObject({ record: { responseStatus: 409, responseLocation: null } });
+    await end(runner);
 
     const rolledBack = key();
-    await expect(
-      m.db.transaction(async (tx) => {
-        await records.claim(tx, claimOf(rolledBack));
-        throw new Error('refused');
-      }),
-    ).rejects.toThrow('refused');
-    expect(await records.find(m.db, 'acme-erp', rolledBack)).toBeNull();
-    expect(await m.db.transaction((tx) => records.claim(tx, claimOf(rolledBack)))).toMatchObject({ claimed: true });
-  });
-
-  it('finds a live answer without writing: no transaction id, no lock on the key or on the record', async () => {
-    const k = key();
-    await m.db.transaction((tx) => records.claim(tx, claimOf(k)));
-    const seen = await m.db.transaction(async (tx) => {
-      const claim = await records.claim(tx, claimOf(k));
-      const [state] = await tx.query<{ xid: string | null; locks: number }>(
-        sql('test-claim-footprint', `SELECT txid_current_if_assigned()::text AS xid, (SELECT count(*)::int FROM pg_locks WHERE pid = pg_backend_pid() AND locktype IN ('advisory', 'transactionid')) AS locks`),
-        [],
-      );
-      return { claim, state };
-    });
-    expect(seen.claim).toMatchObject({ claimed: false, stored: { status: 201, body: '{"id":"x"}' } });
-    expect(seen.state).toEqual({ xid: null, locks: 0 });
-  });
-
-  it('takes over an expired record, and stores the general way\u2019s answer over its placeholder', async () => {
-    const k = key();
-    await m.db.transaction((tx) => records.claim(tx, claimOf(k)));
-    await check.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [k]);
-    expect(await records.find(m.db, 'acme-erp', k)).toBeNull();
-    await m.db.transaction(async (tx) => {
-      expect(await records.claim(tx, claimOf(k, { status: 0, body: '', location: null }))).toEqual({ claimed: true, answer: '' });
-      await records.store(tx, 'acme-erp', k, { status: 409, body: '{"code":"DUPLICATE_DOCUMENT"}', location: null });
-    });
-    expect(await records.find(m.db, 'acme-erp', k)).toMatchObject({ status: 409, body: '{"code":"DUPLICATE_DOCUMENT"}', location: null });
+    const abandoned = await open();
+    await records.claim(abandoned.manager, 'acme-erp', rolledBack);
+    await end(abandoned);
+    expect(await m.check.query(`SELECT 1 FROM idempotency_records WHERE idempotency_key = $1`, [rolledBack])).toMatchObject({ rowCount: 0 });
   });
 
   it('purges expired records in batches, and only those', async () => {
     const live = key();
     const expired = [key(), key(), key()];
-    for (const k of [live, ...expired]) await m.db.transaction((tx) => records.claim(tx, claimOf(k)));
-    await check.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = ANY ($1)`, [expired]);
+    for (const k of [live, ...expired]) await finished(k);
+    await m.check.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = ANY ($1)`, [expired]);
     expect(await records.purgeExpired(2)).toBe(2);
     expect(await records.purgeExpired(2)).toBe(1);
     expect(await records.purgeExpired(2)).toBe(0);
-    expect(await records.find(m.db, 'acme-erp', live)).not.toBeNull();
+    expect(await m.check.query(`SELECT 1 FROM idempotency_records WHERE idempotency_key = $1`, [live])).toMatchObject({ rowCount: 1 });
   });
 });

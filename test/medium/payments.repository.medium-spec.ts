@@ -1,51 +1,37 @@
-import { Client } from 'pg';
-import { DocumentsRepository, draftDocument } from '../../src/documents/documents.repository';
-import { CreateDocumentDto } from '../../src/documents/dto/create-document.dto';
+import { DataSource } from 'typeorm';
+import { BankEventEntity } from '../../src/documents/bank-event.entity';
+import { DocumentEventEntity } from '../../src/documents/document-event.entity';
+import { DocumentEntity } from '../../src/documents/document.entity';
+import { DocumentsRepository } from '../../src/documents/documents.repository';
 import { PaymentsRepository } from '../../src/documents/payments.repository';
-import { mediumDatabase, MediumDatabase } from '../support/medium';
+import { mediumModule, Medium, newDocument } from '../support/medium';
 
 let n = 0;
 const unique = () => `${++n}-${Date.now()}`;
 
 describe('PaymentsRepository', () => {
-  let m: MediumDatabase;
+  let m: Medium;
   let payments: PaymentsRepository;
   let documents: DocumentsRepository;
-  let check: Client;
+  let dataSource: DataSource;
 
-  const documentWith = async (providerReference: string) => {
-    const draft = draftDocument({
-      source: 'acme-erp',
-      externalId: `INV-${unique()}`,
-      type: 'INVOICE',
-      taxpayer: { taxId: 'DE1', name: 'Muster GmbH', country: 'DE' },
-      issueDate: '2026-11-20',
-      currency: 'EUR',
-      totalAmount: '119.00',
-      taxAmount: '19.00',
-      providerReference,
-    } as CreateDocumentDto);
-    await m.db.transaction((tx) => documents.insert(tx, draft));
-    return draft.id;
-  };
+  const documentWith = async (providerReference: string, source = 'acme-erp') =>
+    (await dataSource.transaction((tx) => documents.insert(tx, newDocument({ source, providerReference }))))!.document.id;
   const delivery = (providerReference: string, status: string, eventId = `evt-${unique()}`, eventType = 'PAYMENT_STATUS') => {
     const rawBody = Buffer.from(JSON.stringify({ eventId, eventType, status, providerReference }));
     return { eventId, eventType, status, providerReference, rawBody, signedAt: new Date() };
   };
-  const stored = async (eventId: string) => (await check.query(`SELECT outcome, document_id, raw_body IS NOT NULL AS kept FROM webhook_events WHERE event_id = $1 ORDER BY id`, [eventId])).rows;
-  const documentStatus = async (id: string) => (await check.query(`SELECT status, payment_status FROM documents WHERE id = $1`, [id])).rows[0];
+  const stored = async (eventId: string) =>
+    (await m.check.query(`SELECT outcome, document_id, raw_body IS NOT NULL AS kept FROM webhook_events WHERE event_id = $1 ORDER BY id`, [eventId])).rows;
+  const documentStatus = async (id: string) => (await m.check.query(`SELECT status, payment_status FROM documents WHERE id = $1`, [id])).rows[0];
 
   beforeAll(async () => {
-    m = await mediumDatabase();
-    payments = new PaymentsRepository(m.db);
-    documents = new DocumentsRepository(m.db);
-    check = new Client({ connectionString: m.url });
-    await check.connect();
+    m = await mediumModule({ entities: [DocumentEntity, DocumentEventEntity, BankEventEntity], providers: [PaymentsRepository, DocumentsRepository] });
+    payments = m.moduleRef.get(PaymentsRepository);
+    documents = m.moduleRef.get(DocumentsRepository);
+    dataSource = m.dataSource;
   });
-  afterAll(async () => {
-    await check.end();
-    await m.close();
-  });
+  afterAll(() => m.close());
 
   it('applies an event through the lifecycle and appends the status change to the feed', async () => {
     const reference = `PAY-${unique()}`;
@@ -54,10 +40,18 @@ describe('PaymentsRepository', () => {
     expect(await payments.receive(paid)).toEqual({ outcome: 'applied', statusChanged: true });
     expect(await documentStatus(id)).toEqual({ status: 'PAID', payment_status: 'PAID' });
     expect(await stored(paid.eventId)).toEqual([{ outcome: 'applied', document_id: id, kept: true }]);
-    // Recorded, not moved: PROCESSING after PAID is not allowed; nor is an unknown status.
-    expect(await payments.receive(delivery(reference, 'PROCESSING'))).toEqual({ outcome: 'ignored', statusChanged: false });
-    expect(await payments.receive(delivery(reference, 'WHATEVER'))).toEqual({ outcome: 'ignored', statusChanged: false });
+    expect((await m.check.query(`SELECT type, status, previous_status FROM document_events WHERE document_id = $1 ORDER BY id`, [id])).rows).toEqual([
+      { type: 'document.created', status: 'PENDING_PAYMENT', previous_status: null },
+      { type: 'document.status_changed', status: 'PAID', previous_status: 'PENDING_PAYMENT' },
+    ]);
+    // Recorded, not moved: PROCESSING after PAID is not allowed; nor is an unknown status, nor a cancel from the bank.
+    for (const status of ['PROCESSING', 'WHATEVER', 'cancel']) expect(await payments.receive(delivery(reference, status))).toEqual({ outcome: 'ignored', statusChanged: false });
     expect(await documentStatus(id)).toEqual({ status: 'PAID', payment_status: 'PAID' });
+    // Only recorded: the payment status changes, the document's does not, and the feed gets nothing.
+    const pending = `PAY-${unique()}-pending`;
+    const pendingId = await documentWith(pending);
+    expect(await payments.receive(delivery(pending, 'processing'))).toEqual({ outcome: 'applied', statusChanged: false });
+    expect(await documentStatus(pendingId)).toEqual({ status: 'PENDING_PAYMENT', payment_status: 'PROCESSING' });
   });
 
   it('stores a repeated eventId as a duplicate with only its hash, and applies nothing again', async () => {
@@ -71,19 +65,40 @@ describe('PaymentsRepository', () => {
       { outcome: 'duplicate', document_id: id, kept: false },
     ]);
     expect(await documentStatus(id)).toEqual({ status: 'PAYMENT_FAILED', payment_status: 'FAILED' });
+    // The administrators' list shows the duplicate with the fields of the event as first received.
+    const [duplicate] = await payments.page({ outcome: 'duplicate', providerReference: reference }, 10);
+    expect(duplicate).toMatchObject({ eventId: failed.eventId, eventType: 'PAYMENT_STATUS', status: 'FAILED', providerReference: reference, documentId: id });
   });
 
-  it('keeps an event for no document as unmatched, and another event type as ignored', async () => {
+  it('keeps an event for no document as unmatched, one for documents of several sources as ambiguous, and another event type as ignored', async () => {
     const reference = `PAY-${unique()}`;
     const early = delivery(reference, 'PAID');
     expect(await payments.receive(early)).toEqual({ outcome: 'unmatched', statusChanged: false });
     const id = await documentWith(reference);
-    const waiting = await m.db.transaction((tx) => payments.waiting(tx, reference));
+    const waiting = await dataSource.transaction((tx) => payments.waiting(tx, reference));
     expect(waiting).toEqual([{ id: expect.any(String), eventId: early.eventId, status: 'PAID' }]);
-    await m.db.transaction((tx) => payments.settle(tx, waiting[0].id, 'applied', id));
+    await dataSource.transaction((tx) => payments.settle(tx, waiting[0].id, 'applied', id));
     expect(await stored(early.eventId)).toEqual([{ outcome: 'applied', document_id: id, kept: true }]);
+    expect((await m.check.query(`SELECT processed_at IS NOT NULL AS processed FROM webhook_events WHERE event_id = $1`, [early.eventId])).rows).toEqual([{ processed: true }]);
 
     expect(await payments.receive(delivery(reference, 'PAID', undefined, 'PAYOUT_CREATED'))).toEqual({ outcome: 'ignored', statusChanged: false });
     expect((await payments.page({ outcome: 'unmatched' }, 10)).map((e) => e.providerReference)).not.toContain(reference);
+
+    await documentWith(reference, 'another-source');
+    const ambiguous = delivery(reference, 'REFUNDED');
+    expect(await payments.receive(ambiguous)).toEqual({ outcome: 'ambiguous', statusChanged: false });
+    const locked = await dataSource.transaction((tx) => payments.findForUpdate(tx, ambiguous.eventId));
+    expect(locked).toMatchObject({ eventId: ambiguous.eventId, outcome: 'ambiguous', providerReference: reference, status: 'REFUNDED' });
+  });
+
+  it('counts the outcomes per time bucket, and pages newest first', async () => {
+    const reference = `PAY-${unique()}`;
+    await payments.receive(delivery(reference, 'PAID'));
+    const buckets = await payments.outcomesPerBucket(1, 5);
+    expect(buckets.length).toBeGreaterThan(0);
+    expect(buckets.at(-1)).toEqual({ at: expect.any(Date), outcome: expect.any(String), count: expect.any(Number) });
+    const page = await payments.page({}, 3);
+    expect(page.map((e) => Number(e.id))).toEqual([...page.map((e) => Number(e.id))].sort((a, b) => b - a));
+    expect((await payments.page({ before: page[0].id }, 1))[0].id).toBe(page[1].id);
   });
 });

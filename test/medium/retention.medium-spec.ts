@@ -1,16 +1,21 @@
 import { Client } from 'pg';
+import { EntityManager } from 'typeorm';
+import { AuditLogEntity } from '../../src/admin/audit-log.entity';
 import { AuditLogRepository } from '../../src/admin/audit-log.repository';
 import { encodeCursor } from '../../src/common/cursor';
 import { longestSeconds, parseIsoDuration, shortestSeconds } from '../../src/config/iso-duration';
-import { Transaction } from '../../src/database/database';
 import { PurgeBatch, PurgeRange } from '../../src/database/purge-batch';
+import { BankEventEntity } from '../../src/documents/bank-event.entity';
+import { DocumentEventEntity } from '../../src/documents/document-event.entity';
 import { DocumentEventsRepository } from '../../src/documents/document-events.repository';
 import { DocumentEventsService } from '../../src/documents/document-events.service';
 import { PaymentsRepository } from '../../src/documents/payments.repository';
 import { OutboundDeliveriesRepository } from '../../src/outbound-webhooks/outbound-deliveries.repository';
+import { OutboundDeliveryAttemptEntity } from '../../src/outbound-webhooks/outbound-delivery-attempt.entity';
+import { OutboundDeliveryEntity } from '../../src/outbound-webhooks/outbound-delivery.entity';
 import { RetentionRepository } from '../../src/retention/retention.repository';
 import { inSequence } from '../support/database';
-import { mediumDatabase, MediumDatabase } from '../support/medium';
+import { mediumModule, Medium } from '../support/medium';
 
 /**
  * Each module's purge statement against the real schema: only rows past their period, never more than a
@@ -18,7 +23,7 @@ import { mediumDatabase, MediumDatabase } from '../support/medium';
  * counts the retention service builds on.
  */
 describe('retention purges', () => {
-  let m: MediumDatabase;
+  let m: Medium;
   let check: Client;
   let events: DocumentEventsRepository;
   let deliveries: OutboundDeliveriesRepository;
@@ -56,8 +61,8 @@ describe('retention purges', () => {
         [source],
       )
     )[0].id;
-  const inTransaction = <T>(work: (tx: Transaction) => Promise<T>) => m.db.transaction(work);
-  const purgeAll = async (purge: (tx: Transaction, range: PurgeRange) => Promise<PurgeBatch>, olderThan: string, limit: number) => {
+  const inTransaction = <T>(work: (tx: EntityManager) => Promise<T>) => m.dataSource.transaction(work);
+  const purgeAll = async (purge: (tx: EntityManager, range: PurgeRange) => Promise<PurgeBatch>, olderThan: string, limit: number) => {
     const batches: PurgeBatch[] = [];
     let after = '0';
     for (;;) {
@@ -69,19 +74,18 @@ describe('retention purges', () => {
   };
 
   beforeAll(async () => {
-    m = await mediumDatabase();
-    check = new Client({ connectionString: m.url });
-    await check.connect();
-    events = new DocumentEventsRepository(m.db);
-    deliveries = new OutboundDeliveriesRepository(m.db);
-    payments = new PaymentsRepository(m.db);
-    audit = new AuditLogRepository(m.db);
-    locks = new RetentionRepository();
+    m = await mediumModule({
+      entities: [DocumentEventEntity, BankEventEntity, OutboundDeliveryEntity, OutboundDeliveryAttemptEntity, AuditLogEntity],
+      providers: [DocumentEventsRepository, OutboundDeliveriesRepository, PaymentsRepository, AuditLogRepository, RetentionRepository],
+    });
+    check = m.check;
+    events = m.moduleRef.get(DocumentEventsRepository);
+    deliveries = m.moduleRef.get(OutboundDeliveriesRepository);
+    payments = m.moduleRef.get(PaymentsRepository);
+    audit = m.moduleRef.get(AuditLogRepository);
+    locks = m.moduleRef.get(RetentionRepository);
   });
-  afterAll(async () => {
-    await check.end();
-    await m.close();
-  });
+  afterAll(() => m.close());
   beforeEach(async () => {
     await check.query('TRUNCATE document_events, outbound_deliveries, outbound_delivery_attempts, webhook_events, admin_audit_log, webhook_endpoints, documents CASCADE');
   });

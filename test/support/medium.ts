@@ -1,36 +1,84 @@
+import { ModuleMetadata, Provider } from '@nestjs/common';
+import { Test, TestingModule } from '@nestjs/testing';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { Database } from '../../src/database/database';
-import { createDatabase } from '../../src/database/database.module';
-import { runMigrations } from '../../src/database/migrations-runner';
-import { buildDataSourceOptions } from '../../src/database/typeorm-options';
+import { AppConfig, loadConfig } from '../../src/config/app-config';
+import { DatabaseModule, requestPool } from '../../src/database/database.module';
+import type { NewDocument } from '../../src/documents/documents.repository';
 import { createTestDatabase, dropTestDatabase } from './database';
 
-export interface MediumDatabase {
-  db: Database;
+export interface Medium {
+  moduleRef: TestingModule;
+  dataSource: DataSource;
   url: string;
+  /** A connection of the test's own, for setting up and checking rows. */
+  check: Client;
   close(): Promise<void>;
 }
 
+export interface MediumOptions {
+  /** The entities the subjects' module registers (TypeOrmModule.forFeature). */
+  entities?: Parameters<typeof TypeOrmModule.forFeature>[0];
+  providers?: Provider[];
+  imports?: ModuleMetadata['imports'];
+  /** The request pool's settings beyond the defaults (its size, its bounds). */
+  config?: Record<string, string>;
+}
+
 /**
- * A fresh database with the real migrations and the gateway's own Database over it, for tests of
- * repositories and the data layer without the rest of the application (the medium tier). `settings`
- * overrides the pool's (its size, timeouts).
+ * The medium tier: subjects built by Nest (`Test.createTestingModule`) with the application's own
+ * DatabaseModule, that is TypeORM through @nestjs/typeorm, on a fresh database of the test server with
+ * the real migrations run at start, as the gateway runs them.
  */
-export async function mediumDatabase(settings: { poolSize?: number; timeouts?: { statementMs: number; lockMs: number } } = {}): Promise<MediumDatabase> {
+export async function mediumModule({ entities = [], providers = [], imports = [], config = {} }: MediumOptions): Promise<Medium> {
   const url = await createTestDatabase();
-  const dataSource = await new DataSource(buildDataSourceOptions(url)).initialize();
+  const appConfig: AppConfig = loadConfig({ DATABASE_URL: url, DB_POOL_SIZE: '4', ...config });
+  let moduleRef: TestingModule;
   try {
-    await runMigrations(dataSource);
-  } finally {
-    await dataSource.destroy();
+    moduleRef = await Test.createTestingModule({
+      imports: [DatabaseModule.forRoot({ config: appConfig, url, pool: requestPool(appConfig) }), TypeOrmModule.forFeature(entities), ...imports],
+      providers: [{ provide: AppConfig, useValue: appConfig }, ...providers],
+    }).compile();
+  } catch (error) {
+    await dropTestDatabase(url);
+    throw error;
   }
-  const db = createDatabase({ url, poolSize: settings.poolSize ?? 4, lifetimeSeconds: 60, timeouts: settings.timeouts });
+  const check = new Client({ connectionString: url });
+  // A test may stop the server or end this connection's session on purpose.
+  check.on('error', () => undefined);
+  await check.connect();
   return {
-    db,
+    moduleRef,
+    dataSource: moduleRef.get<DataSource>(getDataSourceToken()),
     url,
+    check,
     close: async () => {
-      await db.onApplicationShutdown();
+      await check.end().catch(() => undefined);
+      await moduleRef.close();
       await dropTestDatabase(url);
     },
+  };
+}
+
+let made = 0;
+
+/** A document as a create writes it, unique by externalId; `overrides` as the test needs. */
+export function newDocument(overrides: Partial<NewDocument> = {}): NewDocument {
+  made += 1;
+  return {
+    source: 'acme-erp',
+    externalId: `INV-${made}-${Date.now()}`,
+    type: 'INVOICE',
+    taxpayerTaxId: 'DE1',
+    taxpayerName: 'Muster GmbH',
+    taxpayerCountry: 'DE',
+    issueDate: '2026-11-20',
+    currency: 'EUR',
+    totalAmount: '0119.00',
+    taxAmount: '19.00',
+    providerReference: null,
+    metadata: { zz: 'last', a: 'first' },
+    ...overrides,
   };
 }

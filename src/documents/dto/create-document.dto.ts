@@ -14,7 +14,7 @@ import {
 import { DOCUMENT_TYPES } from '../document.entity';
 import type { DocumentType } from '../document.entity';
 import { SOURCE_PATTERN } from '../../common/source';
-import { RESERVED_KEYS, TEXT_PATTERN } from '../../common/json-body-parser';
+import { TEXT_PATTERN } from '../../common/json-body-parser';
 import {
   AMOUNT_PATTERN,
   amountUnits,
@@ -25,14 +25,13 @@ import {
   METADATA_LIMITS,
   PROVIDER_REFERENCE_PATTERN,
 } from '../reference-data';
-import { OptionalField, registerFastPath } from '../../common/validation';
+import { OptionalField } from '../../common/validation';
 
 function rule(name: string, message: string, test: (value: unknown, args: ValidationArguments) => boolean) {
   return (target: object, propertyName: string) =>
     registerDecorator({ name, target: target.constructor, propertyName, options: { message }, validator: { validate: test } });
 }
 
-// The rules' predicates, shared by the decorators and the fast path (acceptCreateDocument).
 const isCountry = (v: unknown) => typeof v === 'string' && ISO_COUNTRIES.has(v);
 const isCurrency = (v: unknown) => typeof v === 'string' && ISO_CURRENCIES.has(v);
 const isDate = (v: unknown) => typeof v === 'string' && isCalendarDate(v);
@@ -58,7 +57,7 @@ function isMetadata(v: unknown): boolean {
 const IsMetadata = () =>
   rule('isMetadata', `must have at most ${MAX_ENTRIES} keys of at most ${MAX_KEY} characters, each with a string value of at most ${MAX_VALUE} characters`, isMetadata);
 
-/** Longest text of each field, for the decorators, the OpenAPI schema and the fast path alike. */
+/** Longest text of each field, for the decorators and the OpenAPI schema alike. */
 const MAX_LENGTH = { externalId: 128, taxId: 64, name: 200, providerReference: 128 } as const;
 
 const COUNTRIES = [...ISO_COUNTRIES].sort();
@@ -149,38 +148,3 @@ export class CreateDocumentDto {
   @Transform(({ obj }) => (obj as { metadata?: unknown }).metadata, { toClassOnly: true })
   metadata?: Record<string, string>;
 }
-
-type Plain = Record<string, unknown>;
-
-const DOCUMENT_KEYS = new Set(['source', 'externalId', 'type', 'taxpayer', 'issueDate', 'currency', 'totalAmount', 'taxAmount', 'providerReference', 'metadata']);
-const TAXPAYER_KEYS = new Set(['taxId', 'name', 'country']);
-const TYPES: ReadonlySet<unknown> = new Set(DOCUMENT_TYPES);
-/** Characters class-validator's length rule does not count one for one (surrogate pairs, variation selectors). */
-const UNEVEN_LENGTH = /[\uD800-\uDFFF\uFE0E\uFE0F]/;
-
-const isPlainObject = (value: unknown): value is Plain => typeof value === 'object' && value !== null && !Array.isArray(value);
-const onlyKeys = (value: Plain, allowed: ReadonlySet<string>) => Object.keys(value).every((key) => allowed.has(key));
-const text = (value: unknown, min: number, max: number): value is string =>
-  typeof value === 'string' && value.length >= min && value.length <= max && !UNEVEN_LENGTH.test(value);
-
-/**
- * The create body, checked by plain code: the DTO class-validator and class-transformer would make, or
- * null when anything is off, and then the full pipe runs and names every bad field. It accepts a
- * subset of what the DTO's decorators accept (a property test holds the two together); on a create
- * they took about an eighth of the gateway's own CPU.
- */
-export function acceptCreateDocument(body: unknown): CreateDocumentDto | null {
-  if (!isPlainObject(body) || !onlyKeys(body, DOCUMENT_KEYS)) return null;
-  const { source, externalId, type, taxpayer, issueDate, currency, totalAmount, taxAmount, providerReference, metadata } = body;
-  if (typeof source !== 'string' || !text(externalId, 1, MAX_LENGTH.externalId) || !TYPES.has(type)) return null;
-  if (!isPlainObject(taxpayer) || !onlyKeys(taxpayer, TAXPAYER_KEYS)) return null;
-  if (!text(taxpayer.taxId, 1, MAX_LENGTH.taxId) || !text(taxpayer.name, 1, MAX_LENGTH.name) || !isCountry(taxpayer.country)) return null;
-  if (!isDate(issueDate) || !isCurrency(currency)) return null;
-  if (!isAmount(totalAmount) || !isAmount(taxAmount) || amountUnits(taxAmount) > amountUnits(totalAmount)) return null;
-  if (providerReference !== undefined && (!text(providerReference, 1, MAX_LENGTH.providerReference) || !PROVIDER_REFERENCE_PATTERN.test(providerReference))) return null;
-  // A reserved key (which the JSON parser refuses anyway) would not survive class-transformer as sent.
-  if (metadata !== undefined && (!isMetadata(metadata) || Object.keys(metadata as Plain).some((key) => RESERVED_KEYS.has(key)))) return null;
-  return Object.assign(new CreateDocumentDto(), body, { taxpayer: Object.assign(new TaxpayerDto(), taxpayer) });
-}
-
-registerFastPath(CreateDocumentDto, acceptCreateDocument);

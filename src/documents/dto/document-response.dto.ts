@@ -1,7 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { DOCUMENT_TYPES } from '../document.entity';
 import type { DocumentEntity } from '../document.entity';
-import type { DocumentDraft } from '../documents.repository';
 import { DOCUMENT_STATUSES } from '../lifecycle';
 import { TaxpayerDto } from './create-document.dto';
 
@@ -36,11 +35,8 @@ export class DocumentPageDto {
   nextCursor: string | null;
 }
 
-/**
- * A document as the API shows it: from a row, or from a draft whose times the database fills in (an
- * answer written before the insert, see DocumentsRepository.createClaimed).
- */
-export function documentResponse(d: DocumentDraft, createdAt: string, updatedAt: string): DocumentResponseDto {
+/** A document as the API shows it, made from the row as stored: the create's answer, a read and a list alike. */
+export function toDocumentResponse(d: DocumentEntity): DocumentResponseDto {
   return {
     id: d.id,
     source: d.source,
@@ -55,9 +51,7 @@ export function documentResponse(d: DocumentDraft, createdAt: string, updatedAt:
     status: d.status,
     payment: { status: d.paymentStatus, lastEventId: d.paymentLastEventId, updatedAt: d.paymentUpdatedAt?.toISOString() ?? null },
     metadata: d.metadata,
-    createdAt,
-    updatedAt,
+    createdAt: d.createdAt.toISOString(),
+    updatedAt: d.updatedAt.toISOString(),
   };
 }
-
-export const toDocumentResponse = (d: DocumentEntity): DocumentResponseDto => documentResponse(d, d.createdAt.toISOString(), d.updatedAt.toISOString());

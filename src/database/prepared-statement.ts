@@ -1,0 +1,154 @@
+import type { PoolClient, QueryResultRow } from 'pg';
+import { EntityManager, QueryRunner } from 'typeorm';
+import { asDatabaseUnavailable } from '../common/database-failure';
+import { dropAfterCommit } from './after-commit';
+
+/**
+ * Checks that pg can send every value before it is handed any: pg sends a named statement's Parse before
+ * it maps the values, and when one cannot be mapped (a circular object, a BigInt inside JSON) it closes the
+ * statement on the server but still counts it as prepared on that connection, whose next use of it then
+ * fails with 26000. Objects go as JSON, as pg would send them.
+ */
+function sendable(values: readonly unknown[]): unknown[] {
+  const check = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(check);
+    if (value !== null && typeof value === 'object' && !(value instanceof Date) && !ArrayBuffer.isView(value)) JSON.stringify(value);
+  };
+  values.forEach(check);
+  return values as unknown[];
+}
+
+const declared = new Map<string, string>();
+
+/** A statement with its values, for `runTogether`. */
+export interface Bound {
+  readonly statement: PreparedStatement<QueryResultRow>;
+  readonly values: readonly unknown[];
+}
+
+/**
+ * A statement PostgreSQL parses and plans once per connection and then runs with new values only (a
+ * named, prepared statement): for the hot paths, where parsing and planning a statement each time would
+ * cost the database more than the statement's own work. Sent on the connection TypeORM's QueryRunner
+ * hands out (`QueryRunner.connect()`), the connection of the caller's transaction when it has one.
+ * Declared once, at module load, where two statements with one name and different text fail at once
+ * rather than under load (pg refuses a name prepared on a connection with other text).
+ */
+export class PreparedStatement<Row extends QueryResultRow = QueryResultRow> {
+  constructor(
+    readonly name: string,
+    readonly text: string,
+  ) {
+    const previous = declared.get(name);
+    if (previous !== undefined && previous !== text) throw new Error(`Two prepared statements are named "${name}"`);
+    declared.set(name, text);
+  }
+
+  /** A statement declared before, by its name (for tests that examine a repository's plans). */
+  static named(name: string): PreparedStatement {
+    const text = declared.get(name);
+    if (text === undefined) throw new Error(`No prepared statement is named "${name}"`);
+    return new PreparedStatement(name, text);
+  }
+
+  /** The statement with these values, for `runTogether`. */
+  with(...values: unknown[]): Bound {
+    return { statement: this, values };
+  }
+
+  /** Its rows, run in `manager`'s transaction, or (the data source's own manager) alone on a pooled connection. */
+  async run(manager: EntityManager, values: readonly unknown[] = []): Promise<Row[]> {
+    const [rows] = await runTogether(manager, [this.with(...values)]);
+    return rows as Row[];
+  }
+
+  send(client: PoolClient, values: readonly unknown[]): Promise<Row[]> {
+    return client.query<Row>({ name: this.name, text: this.text, values: values as unknown[] }).then((result) => result.rows);
+  }
+}
+
+/**
+ * Statements sent together on one connection, in order, without waiting for each other's answer (the
+ * pool's connections are in pg's pipeline mode): one round trip, each statement still run alone and with
+ * a snapshot of its own. In `manager`'s transaction when it has one, else on one pooled connection taken
+ * for them (each then commits by itself). The first failure is thrown; a failure that means the database
+ * could not serve the request as a DatabaseUnavailable.
+ */
+export async function runTogether(manager: EntityManager, statements: readonly Bound[]): Promise<QueryResultRow[][]> {
+  for (const { values } of statements) sendable(values);
+  const transaction = manager.queryRunner;
+  const runner = transaction ?? manager.connection.createQueryRunner();
+  try {
+    const client = await connectionOf(runner);
+    if (statements.length === 1) return [await statements[0].statement.send(client, statements[0].values)];
+    // Every answer is awaited before the connection can go back: none may arrive on its next user's watch.
+    return firstFailureOf(await Promise.allSettled(statements.map(({ statement, values }) => statement.send(client, values))));
+  } catch (error) {
+    throw asDatabaseUnavailable(error);
+  } finally {
+    if (!transaction) await runner.release();
+  }
+}
+
+/**
+ * The last statements of `transaction` (a QueryRunner's, begun with startTransaction) and its COMMIT, sent
+ * together: one round trip. COMMIT follows them on the connection without waiting for their answers; if
+ * one fails, PostgreSQL has ended the transaction by the time COMMIT arrives (it answers ROLLBACK): nothing
+ * is committed, what afterCommit put on the transaction is dropped, and that failure is thrown.
+ */
+export async function runAndCommit(transaction: QueryRunner, statements: readonly Bound[]): Promise<QueryResultRow[][]> {
+  for (const { values } of statements) sendable(values);
+  const client = await connectionOf(transaction);
+  const answers = Promise.allSettled(
+    statements.map(({ statement, values }) =>
+      statement.send(client, values).catch((error: unknown) => {
+        // Runs before TypeORM hears COMMIT's answer, which PostgreSQL sends after this one.
+        dropAfterCommit(transaction);
+        throw error;
+      }),
+    ),
+  );
+  const committed = transaction.commitTransaction().then(
+    () => null,
+    (error: unknown) => error,
+  );
+  const rows = await answers;
+  const commitFailure = await committed;
+  try {
+    const result = firstFailureOf(rows);
+    if (commitFailure) throw commitFailure;
+    return result;
+  } catch (error) {
+    throw asDatabaseUnavailable(error);
+  }
+}
+
+/**
+ * A whole transaction of statements known in advance, on a pooled connection: START TRANSACTION, then
+ * the statements and COMMIT sent together (runAndCommit). Two round trips.
+ */
+export async function transactionOf(manager: EntityManager, statements: readonly Bound[]): Promise<QueryResultRow[][]> {
+  const runner = manager.connection.createQueryRunner();
+  try {
+    await runner.startTransaction();
+    return await runAndCommit(runner, statements);
+  } finally {
+    // A transaction still open here failed before its COMMIT: it is rolled back (if the connection is gone, with it).
+    if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+    await runner.release();
+  }
+}
+
+async function connectionOf(runner: QueryRunner): Promise<PoolClient> {
+  try {
+    return (await runner.connect()) as PoolClient;
+  } catch (error) {
+    throw asDatabaseUnavailable(error);
+  }
+}
+
+function firstFailureOf(answers: PromiseSettledResult<QueryResultRow[]>[]): QueryResultRow[][] {
+  const failed = answers.find((answer) => answer.status === 'rejected');
+  if (failed) throw failed.reason;
+  return answers.map((answer) => (answer as PromiseFulfilledResult<QueryResultRow[]>).value);
+}
