@@ -4,19 +4,26 @@ import { asDatabaseUnavailable } from '../common/database-failure';
 import { dropAfterCommit } from './after-commit';
 
 /**
- * Checks that pg can send every value before it is handed any: pg sends a named statement's Parse before
- * it maps the values, and when one cannot be mapped (a circular object, a BigInt inside JSON) it closes the
- * statement on the server but still counts it as prepared on that connection, whose next use of it then
- * fails with 26000. Objects go as JSON, as pg would send them.
+ * The values as pg will send them, with objects already JSON, as pg would make them: pg sends a named
+ * statement's Parse before it maps the values, and when one cannot be mapped (a circular object, a BigInt
+ * inside JSON) it closes the statement on the server but still counts it as prepared on that connection,
+ * whose next use of it then fails with 26000. Made here, before anything is sent, such a value fails
+ * alone, and each object is serialised once.
  */
 function sendable(values: readonly unknown[]): unknown[] {
   const check = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(check);
-    if (value !== null && typeof value === 'object' && !(value instanceof Date) && !ArrayBuffer.isView(value)) JSON.stringify(value);
+    if (isJson(value)) JSON.stringify(value);
   };
-  values.forEach(check);
-  return values as unknown[];
+  return values.map((value) => {
+    if (isJson(value)) return JSON.stringify(value);
+    check(value);
+    return value;
+  });
 }
+
+const isJson = (value: unknown): value is object =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date) && !ArrayBuffer.isView(value);
 
 const declared = new Map<string, string>();
 
@@ -75,14 +82,14 @@ export class PreparedStatement<Row extends QueryResultRow = QueryResultRow> {
  * could not serve the request as a DatabaseUnavailable.
  */
 export async function runTogether(manager: EntityManager, statements: readonly Bound[]): Promise<QueryResultRow[][]> {
-  for (const { values } of statements) sendable(values);
+  const sent = statements.map(({ statement, values }) => ({ statement, values: sendable(values) }));
   const transaction = manager.queryRunner;
   const runner = transaction ?? manager.connection.createQueryRunner();
   try {
     const client = await connectionOf(runner);
-    if (statements.length === 1) return [await statements[0].statement.send(client, statements[0].values)];
+    if (sent.length === 1) return [await sent[0].statement.send(client, sent[0].values)];
     // Every answer is awaited before the connection can go back: none may arrive on its next user's watch.
-    return firstFailureOf(await Promise.allSettled(statements.map(({ statement, values }) => statement.send(client, values))));
+    return firstFailureOf(await Promise.allSettled(sent.map(({ statement, values }) => statement.send(client, values))));
   } catch (error) {
     throw asDatabaseUnavailable(error);
   } finally {
@@ -97,10 +104,10 @@ export async function runTogether(manager: EntityManager, statements: readonly B
  * is committed, what afterCommit put on the transaction is dropped, and that failure is thrown.
  */
 export async function runAndCommit(transaction: QueryRunner, statements: readonly Bound[]): Promise<QueryResultRow[][]> {
-  for (const { values } of statements) sendable(values);
+  const sent = statements.map(({ statement, values }) => ({ statement, values: sendable(values) }));
   const client = await connectionOf(transaction);
   const answers = Promise.allSettled(
-    statements.map(({ statement, values }) =>
+    sent.map(({ statement, values }) =>
       statement.send(client, values).catch((error: unknown) => {
         // Runs before TypeORM hears COMMIT's answer, which PostgreSQL sends after this one.
         dropAfterCommit(transaction);

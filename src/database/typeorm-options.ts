@@ -11,15 +11,18 @@ export interface PoolOptions extends Omit<ConnectionSettings, 'url'> {
 }
 
 /**
- * pg as TypeORM's driver (its documented `driver` option), with one difference: the pool it constructs
- * is also handed to `onPool`. TypeORM keeps its pool to itself, and the metrics need pg-pool's counters.
+ * pg as TypeORM's driver (its documented `driver` option), with one difference: the pool TypeORM
+ * constructs, its one pool, is also handed to `onPool`. TypeORM keeps its pool to itself, and the metrics
+ * need pg-pool's counters. pg itself is left as it is.
  */
 function observedDriver(onPool: (pool: pg.Pool) => void): typeof pg {
-  function Pool(config: pg.PoolConfig): pg.Pool {
-    const pool = new pg.Pool(config);
-    onPool(pool);
-    return pool;
-  }
+  const Pool = new Proxy(pg.Pool, {
+    construct(target, args, newTarget) {
+      const pool = Reflect.construct(target, args, newTarget) as pg.Pool;
+      onPool(pool);
+      return pool;
+    },
+  });
   return Object.assign(Object.create(pg) as typeof pg, { Pool });
 }
 

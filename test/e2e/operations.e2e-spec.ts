@@ -1,3 +1,5 @@
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { startTestApp, TestApp } from '../support/test-app';
 
 describe('operations endpoints', () => {
@@ -34,6 +36,23 @@ describe('operations endpoints', () => {
     expect(res.body).toMatch(/http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/health\/live",status="200"\}/);
     expect(res.body).toMatch(/^process_cpu_seconds_total \d/m);
     expect(res.body).toMatch(/^nodejs_eventloop_lag_seconds /m);
+  });
+
+  it("GET /metrics reports TypeORM's pool: its size, the connections in use and idle, the callers waiting", async () => {
+    const metric = (body: string, name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(body)?.[1]);
+    // A connection held in a transaction while /metrics is read shows as active.
+    const holding = t.app.get<DataSource>(getDataSourceToken()).createQueryRunner();
+    await holding.startTransaction();
+    try {
+      const body = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metric(body, 'db_pool_max_connections')).toBe(10);
+      expect(metric(body, 'db_pool_connections\\{state="active"\\}')).toBeGreaterThanOrEqual(1);
+      expect(metric(body, 'db_pool_waiting_requests')).toBe(0);
+      expect(body).toMatch(/^db_pool_connections\{state="idle"\} \d+$/m);
+    } finally {
+      await holding.rollbackTransaction();
+      await holding.release();
+    }
   });
 
   it('GET /docs serves the OpenAPI UI and /docs/openapi.json the document', async () => {
