@@ -5,7 +5,7 @@ import { PreparedStatement } from '../database/prepared-statement';
 import { DocumentEventEntity } from '../documents/document-event.entity';
 import type { OutboundDeliveryAttemptEntity } from './outbound-delivery-attempt.entity';
 import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity';
-import type { WebhookEndpointEntity } from './webhook-endpoint.entity';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 
 /**
  * Leases up to $1 deliveries due for at least $7 seconds, oldest first, for $2 seconds, to instance $4: per
@@ -109,11 +109,6 @@ const RECORD = new PreparedStatement(
 /** Tells the other instances, listening on $1, that deliveries are due; the payload names the sender. */
 const NOTIFY = new PreparedStatement('outbound-notify', 'SELECT pg_notify($1, $2)');
 
-/** The shared queue, as every instance reports it: deliveries due now to enabled endpoints, and the oldest one's age. */
-const DUE = `SELECT count(*)::int AS depth, COALESCE(EXTRACT(EPOCH FROM now() - min(d.next_attempt_at)), 0)::float8 AS "oldestSeconds"
-     FROM outbound_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled
-    WHERE d.status = 'pending' AND d.next_attempt_at <= now()`;
-
 /** A delivery leased to this instance, with what its message needs: its endpoint's address and secrets, and the event. */
 export type ClaimedDelivery = Pick<OutboundDeliveryEntity, 'id' | 'endpointId' | 'retryStep'> &
   Pick<WebhookEndpointEntity, 'url' | 'secret' | 'previousSecret'> & { event: DocumentEventEntity };
@@ -142,7 +137,8 @@ export type AttemptRecord = Pick<OutboundDeliveryAttemptEntity, 'deliveryId' | '
 /**
  * The delivery worker's queries: leases on due deliveries, their release, the attempts' outcomes. Each
  * runs once per batch of deliveries, not per request, but under push load that is often: prepared
- * statements (claim, release, record, notify); all of it SQL by hand (SKIP LOCKED, LATERAL, unnest).
+ * statements, SQL by hand (SKIP LOCKED, LATERAL, unnest batches, NOTIFY); the queue's depth for the
+ * metrics through a QueryBuilder.
  */
 @Injectable()
 export class DeliveryClaimsRepository {
@@ -208,8 +204,16 @@ export class DeliveryClaimsRepository {
     await NOTIFY.run(this.deliveries.manager, [channel, instance]);
   }
 
+  /** The shared queue, as every instance reports it: deliveries due now to enabled endpoints, and the oldest one's age. */
   async due(): Promise<{ depth: number; oldestSeconds: number }> {
-    const [row] = await this.deliveries.query<Array<{ depth: number; oldestSeconds: number }>>(DUE);
-    return row;
+    const row = await this.deliveries
+      .createQueryBuilder('d')
+      .innerJoin(WebhookEndpointEntity, 'w', 'w.id = d.endpointId AND w.enabled')
+      .select('count(*)::int', 'depth')
+      .addSelect('COALESCE(EXTRACT(EPOCH FROM now() - min(d.nextAttemptAt)), 0)::float8', 'oldestSeconds')
+      .where("d.status = 'pending'")
+      .andWhere('d.nextAttemptAt <= now()')
+      .getRawOne<{ depth: number; oldestSeconds: number }>();
+    return row!;
   }
 }
