@@ -1,4 +1,4 @@
-import type { PoolClient, QueryResultRow } from 'pg';
+import type { PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { EntityManager, QueryRunner } from 'typeorm';
 import { asDatabaseUnavailable } from '../common/database-failure';
 import { dropAfterCommit } from './after-commit';
@@ -131,20 +131,39 @@ export async function runAndCommit(transaction: QueryRunner, statements: readonl
 }
 
 /**
- * A whole transaction of statements known in advance, on a pooled connection: START TRANSACTION, then
- * the statements and COMMIT sent together (runAndCommit). Two round trips.
+ * A whole transaction of statements known in advance, on a pooled connection: BEGIN, the statements and
+ * COMMIT, sent together (one round trip). Such a transaction needs no state in TypeORM (nothing runs
+ * between its statements), and its startTransaction() would wait for BEGIN's answer before anything else
+ * is sent. A statement that fails aborts the transaction, so those behind it do not run and PostgreSQL
+ * answers the COMMIT with a rollback; the first failure is thrown. Once the COMMIT's answer has arrived
+ * the connection is outside any transaction, whatever happened; a connection lost meanwhile is closed.
  */
 export async function transactionOf(manager: EntityManager, statements: readonly Bound[]): Promise<QueryResultRow[][]> {
+  const sent = statements.map(({ statement, values }) => ({ statement, values: sendable(values) }));
   const runner = manager.connection.createQueryRunner();
   try {
-    await runner.startTransaction();
-    return await runAndCommit(runner, statements);
+    const client = await connectionOf(runner);
+    const begun = client.query(BEGIN);
+    const rows = sent.map(({ statement, values }) => statement.send(client, values));
+    const committed = client.query(COMMIT);
+    const [, ...answers] = await Promise.allSettled([begun, ...rows, committed]);
+    const commit = answers.pop() as PromiseSettledResult<QueryResult>;
+    const result = firstFailureOf([...answers, commit].map(asRows));
+    // A failure PostgreSQL found only at COMMIT (a deferred constraint) is an error of the COMMIT itself.
+    if (commit.status === 'fulfilled' && commit.value.command !== 'COMMIT') throw new Error('The transaction was rolled back at COMMIT');
+    return result.slice(0, -1);
+  } catch (error) {
+    throw asDatabaseUnavailable(error);
   } finally {
-    // A transaction still open here failed before its COMMIT: it is rolled back (if the connection is gone, with it).
-    if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
     await runner.release();
   }
 }
+
+const BEGIN = { text: 'BEGIN' };
+const COMMIT = { text: 'COMMIT' };
+
+const asRows = (answer: PromiseSettledResult<QueryResultRow[] | QueryResult>): PromiseSettledResult<QueryResultRow[]> =>
+  answer.status === 'fulfilled' && !Array.isArray(answer.value) ? { status: 'fulfilled', value: answer.value.rows } : (answer as PromiseSettledResult<QueryResultRow[]>);
 
 async function connectionOf(runner: QueryRunner): Promise<PoolClient> {
   try {

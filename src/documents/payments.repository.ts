@@ -103,9 +103,9 @@ export class PaymentsRepository {
   constructor(@InjectRepository(BankEventEntity) private readonly events: Repository<BankEventEntity>) {}
 
   /**
-   * Stores and applies one delivery in one transaction, behind the providerReference lock, the two sent
-   * with the COMMIT: RECEIVE's snapshot is taken once the lock is granted, so it sees every document
-   * committed before. Null outcome: a duplicate.
+   * Stores and applies one delivery in one transaction (one round trip), behind the providerReference
+   * lock: RECEIVE's snapshot is taken once the lock is granted, so it sees every document committed
+   * before. Null outcome: a duplicate.
    */
   async receive(delivery: ReceivedDelivery): Promise<{ outcome: BankEventOutcome | null; statusChanged: boolean }> {
     const { eventId, eventType, status, providerReference, rawBody, signedAt } = delivery;

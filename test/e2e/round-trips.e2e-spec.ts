@@ -110,11 +110,11 @@ describe('round trips per request on the hot paths (documented in docs/performan
     expect(notAnId).toEqual([['api-key-authenticate']]);
   });
 
-  it('stores and applies a bank event in one transaction: its start, then the lock, the statement and the COMMIT together', async () => {
+  it('stores and applies a bank event in one transaction sent in one round trip: BEGIN, the lock, the statement and the COMMIT', async () => {
     const providerReference = `PAY-rt-${newIdempotencyKey()}`;
     await postDocument(t.app, key, documentBody(source, { providerReference }));
     const event = { eventId: `evt-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference };
     const sent = await roundTripsOf(async () => expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200));
-    expect(sent).toEqual([['START'], ['document-lock-provider-reference', 'bank-event-receive', 'COMMIT']]);
+    expect(sent).toEqual([['BEGIN', 'document-lock-provider-reference', 'bank-event-receive', 'COMMIT']]);
   });
 });

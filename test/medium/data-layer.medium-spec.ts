@@ -100,7 +100,7 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements o
     expect(await labels()).toEqual(['after', 'first', 'last']);
   });
 
-  it('runs a whole transaction of known statements in two round trips, and throws the first failure with nothing kept, PostgreSQL\u2019s own at COMMIT included', async () => {
+  it('runs a whole transaction of known statements in one round trip, and throws the first failure with nothing kept, PostgreSQL\u2019s own at COMMIT included', async () => {
     const [inserted, [{ pid }]] = await transactionOf(dataSource.manager, [INSERT_PROBE.with('one'), BACKEND_PID.with()]);
     expect(inserted).toEqual([]);
     expect(pid).toEqual(expect.any(Number));
