@@ -8,7 +8,7 @@ const POLICY = 'per-key';
 
 /**
  * RATE_LIMIT_PER_MINUTE per API key, on every /api/v1 request. Registered right after ApiKeyGuard, so the
- * two checks run in the contract's order: 401, then 429, then anything about the request itself. Every
+ * two checks run in the README's order: 401, then 429, then anything about the request itself. Every
  * answer to an authenticated request tells the caller its budget (RateLimit-Policy and RateLimit, IETF
  * draft httpapi-ratelimit-headers), a 429 also when to come back (Retry-After).
  */

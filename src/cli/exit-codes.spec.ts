@@ -20,7 +20,7 @@ describe('exit codes', () => {
     expect(exitOf(new AppError(code, 'x'))).toBe(exit);
   });
 
-  it('gives every 409 of the contract the conflict code, every 422 the usage code', () => {
+  it('gives every 409 of the README the conflict code, every 422 the usage code', () => {
     for (const code of Object.keys(ERROR_STATUS) as ErrorCode[]) {
       const exit = exitOf(new AppError(code, 'x'));
       if (ERROR_STATUS[code] === 409) expect([code, exit]).toEqual([code, EXIT.CONFLICT]);
@@ -61,7 +61,7 @@ describe('exit codes', () => {
     expect(exitCodeOf(usage)).toBe(EXIT.USAGE);
   });
 
-  it('writes the problem+json object of the contract, without the HTTP-only instance and requestId', () => {
+  it('writes the problem+json object of the README, without the HTTP-only instance and requestId', () => {
     expect(problemOf(classify(new AppError('NOT_FOUND', 'No such API key')))).toEqual({
       type: 'about:blank',
       title: 'Not Found',

@@ -21,7 +21,7 @@ export const EXIT = {
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** Every contract code has its exit code: the compiler refuses a new code that is not mapped here. */
+/** Every error code of the README has its exit code: the compiler refuses a new code that is not mapped here. */
 const EXIT_BY_CODE: Record<ErrorCode, ExitCode> = {
   VALIDATION_ERROR: EXIT.USAGE,
   IDEMPOTENCY_KEY_REUSED: EXIT.USAGE,
@@ -63,7 +63,7 @@ export class UsageError extends Error {
 /** The database is there but may not be used as it is (its schema is behind and MIGRATIONS_RUN=false). */
 export class OperatorError extends Error {}
 
-/** What went wrong, in the contract's terms: a code, a detail for people, and the bad flags. */
+/** What went wrong, in the README's terms: a code, a detail for people, and the bad flags. */
 export interface CliFailure {
   code: ErrorCode;
   detail: string;
@@ -89,7 +89,7 @@ function databaseDetail(error: unknown): string | null {
   return `The database could not be reached${typeof code === 'string' ? ` (${code})` : ''}; check DATABASE_URL, the PG* variables or DATA_DIR`;
 }
 
-/** Any thrown value as a failure of the contract; never a stack trace or the SQL of a statement. */
+/** Any thrown value as a failure in the README's terms; never a stack trace or the SQL of a statement. */
 export function classify(error: unknown): CliFailure {
   if (error instanceof UsageError) return { code: 'VALIDATION_ERROR', detail: error.message, ...(error.errors.length ? { errors: error.errors } : {}) };
   if (error instanceof AppError) {

@@ -25,17 +25,20 @@ function bySqlState(code: string): DatabaseFailure | null {
   return null;
 }
 
-/** Messages of pg and pg-pool, which carry no code. */
+/**
+ * Messages of pg and pg-pool, which carry no code; and TypeORM's for a transaction whose connection was
+ * lost mid-request (its QueryRunner gives a failed connection back at once, and refuses what comes after).
+ */
 const BY_MESSAGE: [RegExp, DatabaseFailure][] = [
   [/timeout exceeded when trying to connect/i, 'saturated'],
   [/Connection terminated due to connection timeout/i, 'unreachable'],
   [/Query read timeout/i, 'statement_timeout'],
-  [/Connection terminated|Client has encountered a connection error|not queryable/i, 'session_ended'],
+  [/Connection terminated|Client has encountered a connection error|not queryable|Query runner already released/i, 'session_ended'],
 ];
 
 /**
- * The database could not serve the request: what Database (and the readiness probe) throw instead of a
- * driver error that means so. Only this answers 503: a socket error of the client's own connection (a
+ * The database could not serve the request: what the data layer (and the readiness probe) throw instead of
+ * a driver error that means so. Only this answers 503: a socket error of the client's own connection (a
  * client that went away mid-request) carries the same codes, and is no database failure.
  */
 export class DatabaseUnavailable extends Error {
@@ -78,19 +81,6 @@ export function databaseFailureOf(error: unknown): DatabaseFailure | null {
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   return databaseFailureOf(error) !== null;
-}
-
-/**
- * Whether the connection itself is gone or unusable (as opposed to a statement PostgreSQL refused or
- * timed out on a connection that still works): such a connection is closed, never given back.
- */
-export function isConnectionLost(error: unknown): boolean {
-  const original = error instanceof DatabaseUnavailable ? error.cause : error;
-  // 26000: a named statement the driver believed prepared on this connection is not; its bookkeeping can no longer be trusted.
-  if ((original as { code?: unknown })?.code === '26000') return true;
-  const failure = databaseFailureOf(original);
-  // pg gives up on a connection whose answer did not come in time (its read timeout) and closes it.
-  return failure === 'unreachable' || failure === 'session_ended' || /Query read timeout/i.test(String((original as { message?: unknown })?.message));
 }
 
 /**

@@ -16,7 +16,7 @@ export const ERROR_STATUS = {
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
-  // Refusals of the HTTP layer itself, before a request is routed; outside the contract's table,
+  // Refusals of the HTTP layer itself, before a request is routed; outside the README's table,
   // which has no code for them.
   MALFORMED_REQUEST: 400,
   REQUEST_TIMEOUT: 408,

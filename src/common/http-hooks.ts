@@ -20,7 +20,7 @@ export function hasBody(headers: Headers): boolean {
 }
 
 /**
- * Why a request body cannot be read as the contract's JSON (UTF-8, not compressed), or null. Fastify
+ * Why a request body cannot be read as the README's JSON (UTF-8, not compressed), or null. Fastify
  * would parse text/plain and forms too, ignore the charset and never decompress.
  */
 export function mediaTypeRefusal(headers: Headers): AppError | null {

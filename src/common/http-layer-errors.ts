@@ -7,7 +7,7 @@ import { ErrorCode } from './error-codes';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
 /**
- * Errors raised before a request reaches a route, in the contract's problem+json form. None of them
+ * Errors raised before a request reaches a route, in the README's problem+json form. None of them
  * echoes the URL: it is what was wrong, and the caller already has it.
  */
 const NO_INSTANCE = '';

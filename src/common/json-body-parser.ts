@@ -12,7 +12,7 @@ declare module 'fastify' {
 /**
  * Stands in for a body that is not usable JSON. Parsing happens before Nest's guards run, so a
  * parse error raised there would answer 422 before the API key (401) and the idempotency checks;
- * instead the body becomes this marker and the validation pipe refuses it at the contract's place
+ * instead the body becomes this marker and the validation pipe refuses it at the place the README gives it
  * in the order. Its one enumerable field makes its fingerprint that of the raw bytes.
  */
 export class MalformedBody {

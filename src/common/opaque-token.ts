@@ -1,7 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-/** 43 base62 characters carry 256 bits; the contract asks for at least 32 (≥ 190 bits). */
+/** 43 base62 characters carry 256 bits, beyond the reach of guessing. */
 const RANDOM_LENGTH = 43;
 
 /** `<prefix><43 × base62>`, each character drawn uniformly (randomInt has no modulo bias). */

@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import { AppError } from './app-error';
 import { asDatabaseUnavailable, databaseFailureOf, isDatabaseUnavailable } from './database-failure';
 import { toProblem } from './problem';
+import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 
 describe('toProblem', () => {
   it('renders an AppError with its code, status, field errors and headers', () => {
@@ -24,7 +25,7 @@ describe('toProblem', () => {
     expect(validation.body).toMatchObject({ status: 422, title: 'Unprocessable Content', errors: [{ field: 'taxpayer.country', message: 'is invalid' }] });
   });
 
-  it('maps Nest HTTP exceptions onto contract codes', () => {
+  it('maps Nest HTTP exceptions onto the README’s error codes', () => {
     expect(toProblem(new NotFoundException('Cannot GET /x'), '/x', 'r').body).toMatchObject({ status: 404, code: 'NOT_FOUND', detail: 'No such route or resource' });
     const unavailable = toProblem(new ServiceUnavailableException({ database: 'down' }), '/health/ready', 'r');
     expect(unavailable.body).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
@@ -66,11 +67,12 @@ describe('databaseFailureOf', () => {
     [new Error('timeout exceeded when trying to connect'), 'saturated', '1'],
     [pgError('57P01', 'terminating connection due to administrator command'), 'session_ended', '1'],
     [new Error('Connection terminated unexpectedly'), 'session_ended', '1'],
+    [new QueryRunnerAlreadyReleasedError(), 'session_ended', '1'],
     [pgError('57014', 'canceling statement due to statement timeout'), 'statement_timeout', '5'],
     [new Error('Query read timeout'), 'statement_timeout', '5'],
     [pgError('55P03', 'canceling statement due to lock timeout'), 'lock_timeout', '1'],
     [pgError('08006', 'connection failure'), 'unreachable', '5'],
-  ])('names the cause of %p and, once Database has said so, answers 503 with its own wording', (error, cause, retryAfter) => {
+  ])('names the cause of %p and, once the data layer has said so, answers 503 with its own wording', (error, cause, retryAfter) => {
     expect(databaseFailureOf(error)).toBe(cause);
     const problem = toProblem(asDatabaseUnavailable(error), '/x', 'r');
     expect(problem.body).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });

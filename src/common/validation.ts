@@ -36,7 +36,7 @@ export function toFieldErrors(errors: ValidationError[], parent = ''): FieldErro
  * refuses a body the parser could not use, here and not earlier, so authentication and the
  * idempotency checks come first, and NUL characters or reserved keys in query or path values.
  */
-class ContractValidationPipe extends ValidationPipe {
+class StrictValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (value instanceof MalformedBody) {
       throw AppError.validation([value.error], value.error.message === 'is not valid JSON' ? 'The request body is not valid JSON' : 'The request is not valid');
@@ -54,7 +54,7 @@ class ContractValidationPipe extends ValidationPipe {
 }
 
 export function createValidationPipe(): ValidationPipe {
-  return new ContractValidationPipe({
+  return new StrictValidationPipe({
     transform: true,
     whitelist: true,
     forbidNonWhitelisted: true,

@@ -79,7 +79,7 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: true, OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: 15, OUTBOUND_WEBHOOKS_LEASE_SECONDS: 60 });
   });
 
-  it('reads the retention periods as ISO 8601 durations, with the contract\'s defaults', () => {
+  it('reads the retention periods as ISO 8601 durations, with the README\'s defaults', () => {
     expect(loadConfig({})).toMatchObject({
       RETENTION_EVENTS: 'P90D',
       RETENTION_DELIVERIES: 'P30D',

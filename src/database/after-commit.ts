@@ -19,21 +19,30 @@ export function afterCommit(manager: EntityManager, listener: () => void): void 
   else runner.data[LISTENERS] = [listener];
 }
 
-/** Forgets what `afterCommit` put on `runner`'s transaction: it will not commit. */
-export function dropAfterCommit(runner: QueryRunner): void {
+/**
+ * Takes what `afterCommit` put on `runner`'s transaction off it, for a caller that learns for itself
+ * whether the commit happened (runAndCommit): TypeORM reports a COMMIT as a commit even when PostgreSQL
+ * answered it with a rollback.
+ */
+export function takeAfterCommit(runner: QueryRunner): Array<() => void> {
+  const listeners = owed(runner) ?? [];
   delete runner.data[LISTENERS];
+  return listeners;
 }
 
-/** Runs what `afterCommit` put on a transaction when TypeORM reports its commit (every QueryRunner transaction does). */
+/**
+ * Runs what `afterCommit` put on a transaction when TypeORM reports its commit. A savepoint's release or
+ * rollback is reported the same way while the transaction goes on; only its end counts.
+ */
 @EventSubscriber()
 export class AfterCommitSubscriber implements EntitySubscriberInterface {
   afterTransactionCommit({ queryRunner }: TransactionCommitEvent): void {
-    const listeners = owed(queryRunner);
-    delete queryRunner.data[LISTENERS];
-    listeners?.forEach((listener) => listener());
+    if (queryRunner.isTransactionActive) return;
+    takeAfterCommit(queryRunner).forEach((listener) => listener());
   }
 
   afterTransactionRollback({ queryRunner }: TransactionRollbackEvent): void {
-    dropAfterCommit(queryRunner);
+    if (queryRunner.isTransactionActive) return;
+    takeAfterCommit(queryRunner);
   }
 }

@@ -55,7 +55,8 @@ export function buildDataSourceOptions(url: string, pool?: PoolOptions): DataSou
           extra: poolConfig({ url, ...pool }),
           ...(pool.onPool ? { driver: observedDriver(pool.onPool) } : {}),
         }
-      : // Migrations hold the advisory lock on one connection and run on another.
-        { extra: { max: 2, application_name: 'tax-document-gateway-migrations', options: '-c DateStyle=ISO' } }),
+      : // Migrations hold the advisory lock on one connection and run on another. A connection attempt
+        // is bounded as the pool's are, so a start that waits for the database retries on time.
+        { extra: { max: 2, application_name: 'tax-document-gateway-migrations', options: '-c DateStyle=ISO', connectionTimeoutMillis: 3000 } }),
   };
 }

@@ -102,11 +102,10 @@ export class DocumentsRepository {
    * both sent in one round trip.
    */
   async insert(tx: EntityManager, document: NewDocument): Promise<{ document: DocumentEntity; paymentsWaiting: boolean } | null> {
-    const insert = this.insertStatement.with(...WRITTEN.map((property) => document[property]));
-    const rows = document.providerReference
-      ? (await runTogether(tx, [LOCK_PROVIDER_REFERENCE.with(document.providerReference), insert]))[1]
-      : (await runTogether(tx, [insert]))[0];
-    const row = rows[0] as (DocumentEntity & { paymentsWaiting: boolean }) | undefined;
+    const values = WRITTEN.map((property) => document[property]);
+    const [row] = document.providerReference
+      ? (await runTogether(tx, [LOCK_PROVIDER_REFERENCE.with(document.providerReference), this.insertStatement.with(...values)]))[1]
+      : await this.insertStatement.run(tx, values);
     if (!row) return null;
     const { paymentsWaiting, ...inserted } = row;
     return { document: inserted, paymentsWaiting };

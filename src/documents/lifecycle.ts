@@ -58,8 +58,13 @@ export function isFinal(status: DocumentStatus): boolean {
   return !LIFECYCLE.some((row) => row.from === status);
 }
 
+/** A bank's payment status as the lifecycle's table and a document's paymentStatus name it: the bank may send any case. */
+export function providerStatusOf(status: string): string {
+  return status.toUpperCase();
+}
+
 export function transition(current: DocumentStatus, input: LifecycleInput): LifecycleOutcome {
-  const on = input.kind === 'cancel' ? 'cancel' : input.status.toUpperCase();
+  const on = input.kind === 'cancel' ? 'cancel' : providerStatusOf(input.status);
   if (input.kind === 'provider' && !KNOWN_PROVIDER_STATUSES.has(on)) return { result: 'refused', reason: 'unknown_status' };
   const row = LIFECYCLE.find((candidate) => candidate.from === current && candidate.on === on);
   if (!row) return { result: 'refused', reason: 'not_allowed' };

@@ -5,7 +5,7 @@ import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { PreparedStatement, transactionOf } from '../database/prepared-statement';
 import { BankEventEntity, BankEventOutcome, PAYMENT_STATUS_EVENT, ReceivedBankEvent } from './bank-event.entity';
 import { LOCK_PROVIDER_REFERENCE } from './documents.repository';
-import { LIFECYCLE } from './lifecycle';
+import { LIFECYCLE, providerStatusOf } from './lifecycle';
 
 /** A bank event as administrators list it: a duplicate shows the fields of the event as first received. */
 export type BankEventRow = Pick<ReceivedBankEvent, 'id' | 'eventId' | 'eventType' | 'status' | 'providerReference' | 'outcome' | 'documentId' | 'receivedAt'>;
@@ -13,14 +13,8 @@ export type BankEventRow = Pick<ReceivedBankEvent, 'id' | 'eventId' | 'eventType
 /** An event that arrived before its document, as applying it needs it. */
 export type WaitingEvent = Pick<ReceivedBankEvent, 'id' | 'eventId' | 'status'>;
 
-export interface ReceivedDelivery {
-  eventId: string;
-  eventType: string;
-  status: string;
-  providerReference: string;
-  rawBody: Buffer;
-  signedAt: Date;
-}
+/** A verified delivery of the bank, as it is stored: the fields its event carries, and its bytes as signed. */
+export type ReceivedDelivery = Pick<ReceivedBankEvent, 'eventId' | 'eventType' | 'status' | 'providerReference' | 'signedAt'> & { rawBody: Buffer };
 
 /**
  * The lifecycle's table (lifecycle.ts) for a FROM clause: `lifecycle (from_status, on_event, to_status)`.
@@ -111,9 +105,9 @@ export class PaymentsRepository {
     const { eventId, eventType, status, providerReference, rawBody, signedAt } = delivery;
     const [, [row]] = await transactionOf(this.events.manager, [
       LOCK_PROVIDER_REFERENCE.with(providerReference),
-      RECEIVE.with(eventId, eventType, status, providerReference, rawBody, signedAt, status.toUpperCase()),
+      RECEIVE.with(eventId, eventType, status, providerReference, rawBody, signedAt, providerStatusOf(status)),
     ]);
-    return row as { outcome: BankEventOutcome | null; statusChanged: boolean };
+    return row;
   }
 
   waiting(tx: EntityManager, providerReference: string): Promise<WaitingEvent[]> {

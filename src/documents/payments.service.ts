@@ -11,7 +11,7 @@ import { BankEventOutcome } from './bank-event.entity';
 import { DocumentEntity } from './document.entity';
 import { DocumentsRepository } from './documents.repository';
 import { FeedSignal } from './feed-signal';
-import { transition } from './lifecycle';
+import { providerStatusOf, transition } from './lifecycle';
 import { BankEventRow, PaymentsRepository, ReceivedDelivery, WaitingEvent } from './payments.repository';
 
 export interface BankEventView extends Omit<BankEventRow, 'id' | 'receivedAt'> {
@@ -95,7 +95,7 @@ export class PaymentsService {
     const assessed = transition(document.status, { kind: 'provider', status: event.status });
     if (assessed.result !== 'refused') {
       const status = assessed.result === 'changed' ? assessed.to : document.status;
-      document = await this.documents.change(tx, { id: document.id, status, previous: document.status, paymentStatus: event.status.toUpperCase(), eventId: event.eventId });
+      document = await this.documents.change(tx, { id: document.id, status, previous: document.status, paymentStatus: providerStatusOf(event.status), eventId: event.eventId });
     }
     const outcome = assessed.result === 'refused' ? 'ignored' : 'applied';
     await this.payments.settle(tx, event.id, outcome, document.id);

@@ -47,7 +47,7 @@ async function coverageOf(...controllers: Type[]): Promise<IdempotencyCoverage> 
 describe('IdempotencyCoverage', () => {
   it('names every POST under /api/v1 that is not @Idempotent(), and nothing else', async () => {
     const coverage = await coverageOf(ThingsController, AdminThingsController, BareController);
-    expect(() => coverage.assertComplete()).toThrow('Not idempotent, though the contract requires it: POST /api/v1/things/:id/forget, POST /api/v1/bare.');
+    expect(() => coverage.assertComplete()).toThrow('Not idempotent, though the README requires it: POST /api/v1/things/:id/forget, POST /api/v1/bare.');
   });
 
   it('accepts an application whose POST routes under /api/v1 are all marked', async () => {

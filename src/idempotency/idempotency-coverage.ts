@@ -3,7 +3,7 @@ import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard';
 import { IDEMPOTENT_ROUTE } from './idempotency.interceptor';
 
 /**
- * The contract makes every POST under /api/v1 idempotent. The interceptor is put on each such route
+ * The README makes every POST under /api/v1 idempotent. The interceptor is put on each such route
  * rather than globally (see Idempotent), so a route added without it must stop the start-up instead of
  * silently running twice on a client's retry. Routes are seen as Fastify registers them, with the route
  * config @Idempotent() sets.
@@ -22,6 +22,6 @@ export class IdempotencyCoverage {
 
   /** Once the routes are registered: refuses to start if a POST under /api/v1 lacks @Idempotent(). */
   assertComplete(): void {
-    if (this.missing.length > 0) throw new Error(`Not idempotent, though the contract requires it: ${this.missing.join(', ')}. Mark them @Idempotent().`);
+    if (this.missing.length > 0) throw new Error(`Not idempotent, though the README requires it: ${this.missing.join(', ')}. Mark them @Idempotent().`);
   }
 }

@@ -10,6 +10,9 @@ const STORED = ['idempotencyKey', 'source', 'fingerprint', 'responseStatus', 're
 
 export type NewRecord = Pick<IdempotencyRecordEntity, (typeof STORED)[number]>;
 
+/** A key's stored answer, with the fingerprint of the request that made it. */
+export type StoredAnswer = Pick<IdempotencyRecordEntity, 'fingerprint' | 'responseStatus' | 'responseBody' | 'responseLocation'>;
+
 /**
  * What the key says as a request arrives, in the request's transaction (idempotency_begin, migration
  * IdempotencyBegin): its live stored answer, or whether this transaction now holds the key's claim, a
@@ -17,7 +20,7 @@ export type NewRecord = Pick<IdempotencyRecordEntity, (typeof STORED)[number]>;
  * once that the key is in use, and a process that dies mid-request frees it with its transaction). One
  * statement; a function because the answer must be read again behind the lock, with a snapshot of its own.
  */
-const BEGIN = new PreparedStatement<Pick<IdempotencyRecordEntity, 'fingerprint' | 'responseStatus' | 'responseBody' | 'responseLocation'> & { held: boolean }>(
+const BEGIN = new PreparedStatement<StoredAnswer & { held: boolean }>(
   'idempotency-begin',
   `SELECT held, fingerprint, response_status AS "responseStatus", response_body AS "responseBody", response_location AS "responseLocation"
      FROM idempotency_begin($1, $2)`,
@@ -26,7 +29,7 @@ const BEGIN = new PreparedStatement<Pick<IdempotencyRecordEntity, 'fingerprint' 
 /** What a claim found: whether this transaction holds the key, and the key's live record if there is one. */
 export interface ClaimFinding {
   held: boolean;
-  record: Pick<IdempotencyRecordEntity, 'fingerprint' | 'responseStatus' | 'responseBody' | 'responseLocation'> | null;
+  record: StoredAnswer | null;
 }
 
 /** Every query of the idempotency_records table. */

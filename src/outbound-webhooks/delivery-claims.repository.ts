@@ -133,7 +133,6 @@ export type AttemptRecord = Pick<OutboundDeliveryAttemptEntity, 'deliveryId' | '
   delaySeconds: number | null;
 };
 
-/** The delivery worker's queries: leases on due deliveries, their release, the attempts' outcomes. */
 /**
  * The delivery worker's queries: leases on due deliveries, their release, the attempts' outcomes. Each
  * runs once per batch of deliveries, not per request, but under push load that is often: prepared

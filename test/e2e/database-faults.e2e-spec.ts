@@ -14,7 +14,7 @@ type Outcome = { kind: 'create' | 'webhook' | 'read'; status: number; startedAt:
 /**
  * The database fails under the gateway while clients keep sending: creates (with and without a
  * providerReference), bank events for those references and reads. Each fault must end every request with
- * an answer of the contract (a 503 while the database cannot serve it, never a 500), and nothing that was
+ * an answer the README names (a 503 while the database cannot serve it, never a 500), and nothing that was
  * acknowledged may be lost.
  */
 describe('the database failing under load', () => {

@@ -23,7 +23,7 @@ describe('documents API', () => {
 
   describe('POST /api/v1/documents', () => {
     it('answers a create exactly as a read of the document then does, byte for byte, and stores that answer (property)', async () => {
-      // Answered before the database replies (the draft): every value must be written as PostgreSQL hands it back.
+      // The answer is made from the row PostgreSQL returns: every value must come out as a read gives it.
       const text = (maxLength: number) => fc.string({ unit: 'grapheme', minLength: 1, maxLength }).filter((v) => !v.includes('\u0000') && v.length <= maxLength);
       const amount = fc
         .tuple(fc.nat({ max: 3 }), fc.bigInt({ min: 0n, max: 999_999_999_999n }), fc.option(fc.stringMatching(/^[0-9]{1,4}$/), { nil: undefined }))
@@ -72,7 +72,7 @@ describe('documents API', () => {
       }
     });
 
-    it('creates the document: 201, Location, and every field of the contract', async () => {
+    it('creates the document: 201, Location, and every field of the OpenAPI document', async () => {
       const body = documentBody(acme.source, { providerReference: `PAY-${Date.now()}`, metadata: { costCenter: 'CC-42' }, totalAmount: '1234567890.1234', taxAmount: '0.5' });
       const res = await postDocument(t.app, acme.key, body);
       expect(res.statusCode).toBe(201);

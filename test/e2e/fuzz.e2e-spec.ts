@@ -11,7 +11,7 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as 
 /**
  * Writes a refused request may make by design, left out of the comparison: failed admin tokens are
  * counted per address (the lockout), key use is recorded in batches, and an /api/v1 POST refused for a
- * business reason (404, 409) stores its answer for replays, as the contract requires.
+ * business reason (404, 409) stores its answer for replays, as the README requires.
  */
 const UNCOMPARED_TABLES = new Set(['admin_auth_failures', 'migrations']);
 const STORED_REFUSALS = new Set([404, 409]);
@@ -178,7 +178,7 @@ describe('fuzz: any request, never a 5xx, always a problem, nothing changed by a
           expect([context, res.headers['content-type']]).toEqual([context, expect.stringMatching(/^application\/problem\+json/)]);
           const requestId = res.headers['x-request-id'];
           expect([context, typeof requestId]).toEqual([context, 'string']);
-          // A replayed refusal keeps the requestId of the request that produced it (the contract's replay rule).
+          // A replayed refusal keeps the requestId of the request that produced it (the README's replay rule).
           if (method !== 'HEAD' && !res.headers['idempotent-replayed']) expect([context, res.json().requestId]).toEqual([context, requestId]);
           const storedRefusal = method === 'POST' && path.startsWith('/api/v1/') && STORED_REFUSALS.has(res.statusCode);
           const changed = tables.filter((name) => before[name] !== after[name] && !(storedRefusal && name === 'idempotency_records'));

@@ -1,8 +1,9 @@
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { afterCommit } from '../../src/database/after-commit';
 import { PreparedStatement, runAndCommit, runTogether, transactionOf } from '../../src/database/prepared-statement';
 import { mediumModule, Medium } from '../support/medium';
+import { waitFor } from '../support/processes';
 
 const INSERT_PROBE = new PreparedStatement('test-insert-probe', 'INSERT INTO tx_probe (label) VALUES ($1)');
 const BACKEND_PID = new PreparedStatement<{ pid: number }>('test-backend-pid', 'SELECT pg_backend_pid() AS pid');
@@ -137,6 +138,16 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements o
     expect(calls).toEqual(['committed', 'autocommit']);
   });
 
+  it('runs what is owed after the commit when the transaction commits, not when a savepoint inside it is released', async () => {
+    const calls: string[] = [];
+    await dataSource.transaction(async (tx) => {
+      afterCommit(tx, () => calls.push('outer'));
+      await tx.transaction((inner) => INSERT_PROBE.run(inner, ['inner']));
+      expect(calls).toEqual([]);
+    });
+    expect(calls).toEqual(['outer']);
+  });
+
   it('refuses a value it cannot send before it reaches a connection, which keeps working', async () => {
     const circular: Record<string, unknown> = {};
     circular.self = circular;
@@ -168,5 +179,35 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements o
 
     await m.check.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1', [pid]);
     for (let i = 0; i < 6; i += 1) expect((await BACKEND_PID.run(dataSource.manager).catch(() => [{ pid: -1 }]))[0].pid).not.toBe(pid);
+  });
+
+  it('closes a connection on which a statement pg counts as prepared is not, instead of giving it back', async () => {
+    const runner = dataSource.createQueryRunner();
+    let pid: number;
+    try {
+      [{ pid }] = await BACKEND_PID.run(runner.manager);
+      await runner.query('DEALLOCATE "test-backend-pid"');
+      await expect(BACKEND_PID.run(runner.manager)).rejects.toMatchObject({ code: '26000' });
+    } finally {
+      await runner.release();
+    }
+    await waitFor(
+      async () => (await m.check.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0,
+      'the connection to be closed',
+    );
+    for (let i = 0; i < 6; i += 1) expect((await BACKEND_PID.run(dataSource.manager))[0].pid).not.toBe(pid);
+  });
+
+  it('refuses a transaction used after it ended: its connection may serve another request by now', async () => {
+    let ended: EntityManager | undefined;
+    await dataSource.transaction(async (tx) => {
+      ended = tx;
+      await INSERT_PROBE.run(tx, ['inside']);
+    });
+    // As when its connection is lost mid-request (TypeORM gives it back at once): the request gets a 503.
+    const refusal = { failure: 'session_ended', cause: expect.objectContaining({ message: expect.stringContaining('This transaction has ended') }) };
+    await expect(INSERT_PROBE.run(ended!, ['late'])).rejects.toMatchObject(refusal);
+    await expect(runTogether(ended!, [INSERT_PROBE.with('late')])).rejects.toMatchObject(refusal);
+    expect(await labels()).toEqual(['inside']);
   });
 });
