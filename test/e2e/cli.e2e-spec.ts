@@ -1,6 +1,7 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, realpath } from 'node:fs/promises';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { cp, mkdtemp, realpath, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Notification } from 'pg';
@@ -550,5 +551,38 @@ describe('operator CLI (node dist/cli.js)', () => {
       );
       expect(existsSync(wrong)).toBe(false);
     });
+  });
+
+  describe('npx tdg, as the README runs it', () => {
+    /** A command in `cwd`, with npm's cache of its own, so that npx's link to the project is the test's. */
+    const npm = async (cwd: string, cache: string, command: string, args: string[]): Promise<Run> => {
+      const child = spawn(command, args, { cwd, env: { ...process.env, npm_config_cache: cache, npm_config_update_notifier: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise<number | string>((resolve) => child.on('close', (exit, signal) => resolve(exit ?? signal ?? 'unknown')));
+      return { code, stdout, stderr };
+    };
+
+    it('still runs after a rebuild: the build leaves dist/cli.js executable', async () => {
+      // A copy of the project with its own dist/, so the rebuild does not touch the one other tests run.
+      const dir = await mkdtemp(join(tmpdir(), 'tdg-rebuild-'));
+      try {
+        for (const entry of ['package.json', 'nest-cli.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'dist']) await cp(join(ROOT, entry), join(dir, entry), { recursive: true });
+        await symlink(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+        const cache = join(dir, '.npm');
+        // The first npx links the project's bin into its cache; a rebuild then writes dist/ anew.
+        expect((await npm(dir, cache, 'npx', ['--no-install', 'tdg', '--help'])).code).toBe(0);
+        const build = await npm(dir, cache, 'npm', ['run', 'build']);
+        expect({ code: build.code, stderr: build.stderr }).toEqual({ code: 0, stderr: '' });
+        expect(statSync(join(dir, 'dist', 'cli.js')).mode & 0o111).toBe(0o111);
+        const help = await npm(dir, cache, 'npx', ['--no-install', 'tdg', '--help']);
+        expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: '' });
+        expect(help.stdout).toMatch(/^Usage: tdg /);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }, 180_000);
   });
 });
