@@ -155,6 +155,12 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         fields: ['taxAmount', 'taxpayer.country'],
         attempts: 1,
       });
+      // The message names every field the server refused, so an uncaught error says what to fix.
+      const body422 = JSON.parse(relay.answers[0]!.body) as { errors: Array<{ field: string; message: string }> };
+      expect(problem.message.split('\n')).toEqual([
+        '422 VALIDATION_ERROR: The request is not valid',
+        ...body422.errors.map((e) => `  ${e.field}: ${e.message}`),
+      ]);
       expect(problem.requestId).toBe(relay.answers[0]!.headers['x-request-id']);
       expect(problem.problem).toEqual(JSON.parse(relay.answers[0]!.body));
 
@@ -370,6 +376,23 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         expect(afterSecond).toEqual({ cursor: feed.cursor, endpoint: { id: expect.any(String), secret: expect.stringMatching(/^whsec_/) } });
         expect(afterFirst.cursor).not.toEqual(afterSecond.cursor);
       } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('ends with the reasons the server gave: refused a local push endpoint, it names the setting that allows one', async () => {
+      // A gateway as it runs by default: push endpoints must be public https URLs.
+      const strict = await startTestApp({ databaseUrl: t.databaseUrl });
+      const dir = await mkdtemp(join(tmpdir(), 'client-example-'));
+      try {
+        await strict.app.listen({ port: 0, host: '127.0.0.1' });
+        const acme = await newSourceWithKey(strict.app);
+        const env = { TAX_GATEWAY_URL: await strict.app.getUrl(), TAX_GATEWAY_API_KEY: acme.key, PUSH_PORT: '0', STATE_FILE: join(dir, 'state.json') };
+        const example = spawnNode(['-r', 'ts-node/register/transpile-only', 'examples/integration.ts'], env, CLIENT);
+        expect(await example.closed).toBe(1);
+        expect(example.stderr()).toMatch(/^422 VALIDATION_ERROR: The request is not valid\n {2}url: .*OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true.* \(request [0-9a-f-]{36}\)$/m);
+      } finally {
+        await strict.close();
         await rm(dir, { recursive: true, force: true });
       }
     });

@@ -40,7 +40,7 @@ export class GatewayProblemError extends GatewayError {
     attempts: number,
   ) {
     const problem = isProblem(body) ? body : undefined;
-    super(`${status} ${problem?.code ?? 'HTTP error'}: ${problem?.detail ?? String(body).slice(0, 200)}`, attempts);
+    super(describe(status, problem, body), attempts);
     this.body = body;
     this.code = problem?.code;
     this.detail = problem?.detail;
@@ -99,6 +99,16 @@ export class GatewayWebhookVerificationError extends GatewayError {
 
 function isProblem(body: unknown): body is Problem {
   return typeof body === 'object' && body !== null && typeof (body as Problem).code === 'string' && typeof (body as Problem).status === 'number';
+}
+
+/**
+ * The status, the code and the detail, then each field error on a line of its own: the detail alone
+ * ("The request is not valid") leaves out what the server said was wrong.
+ */
+function describe(status: number, problem: Problem | undefined, body: unknown): string {
+  if (!problem) return `${status} HTTP error: ${String(body).slice(0, 200)}`;
+  const fields = (problem.errors ?? []).map((error) => `\n  ${error.field}: ${error.message}`);
+  return `${status} ${problem.code}: ${problem.detail}${fields.join('')}`;
 }
 
 /** undici reports "fetch failed" and puts what happened (ECONNREFUSED, "other side closed") in the cause. */
