@@ -17,6 +17,8 @@ export interface AdminPrincipal {
   role: AdminRole;
   /** A console session's id and the CSRF token its page sends with every write. */
   session?: { id: string; csrfToken: string };
+  /** When the personal token making the request expires: nothing it makes may outlive it. Absent otherwise. */
+  tokenExpiresAt?: Date | null;
 }
 
 /** Who did it and from where: what an audit entry records, passed to every service that changes something. */

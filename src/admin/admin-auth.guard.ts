@@ -65,7 +65,7 @@ export class AdminAuthGuard implements CanActivate {
     if (bearer) {
       if (bearer.startsWith(ADMIN_TOKEN_PREFIX)) {
         const admin = await this.admins.authenticateToken(hashOpaqueToken(bearer));
-        return admin && { actor: { type: 'token', adminId: admin.adminId, email: admin.email }, role: admin.role };
+        return admin && { actor: { type: 'token', adminId: admin.adminId, email: admin.email }, role: admin.role, tokenExpiresAt: admin.expiresAt };
       }
       return tokensMatch(bearer, this.adminToken) ? { actor: { type: 'bootstrap', adminId: null, email: null }, role: 'admin' } : null;
     }

@@ -13,6 +13,9 @@ export interface AuthenticatedAdmin {
   role: AdminRole;
 }
 
+/** A personal token's admin, and when the token itself expires (null: never). */
+export type AuthenticatedToken = AuthenticatedAdmin & { expiresAt: AdminTokenEntity['expiresAt'] };
+
 /** A console session as a request authenticated by it sees it. */
 export type AuthenticatedSession = AuthenticatedAdmin & { sessionId: AdminSessionEntity['id']; csrfToken: AdminSessionEntity['csrfToken'] };
 
@@ -23,7 +26,7 @@ export type AuthenticatedSession = AuthenticatedAdmin & { sessionId: AdminSessio
  * data-modifying CTE).
  */
 const AUTHENTICATE_TOKEN = `WITH found AS (
-     SELECT t.id AS token_id, a.id AS admin_id, a.email, a.role, t.last_used_at, a.last_seen_at
+     SELECT t.id AS token_id, a.id AS admin_id, a.email, a.role, t.expires_at, t.last_used_at, a.last_seen_at
        FROM admin_tokens t JOIN admins a ON a.id = t.admin_id
       WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND a.disabled_at IS NULL),
    token_used AS (
@@ -32,7 +35,7 @@ const AUTHENTICATE_TOKEN = `WITH found AS (
    admin_seen AS (
      UPDATE admins SET last_seen_at = now() FROM found
       WHERE admins.id = found.admin_id AND (found.last_seen_at IS NULL OR found.last_seen_at < now() - interval '1 minute'))
-   SELECT admin_id AS "adminId", email, role FROM found`;
+   SELECT admin_id AS "adminId", email, role, expires_at AS "expiresAt" FROM found`;
 
 /**
  * A console session's admin, if the session has not ended, not been idle for $2 seconds, not reached its
@@ -117,8 +120,8 @@ export class AdminsRepository {
     return tx.getRepository(AdminTokenEntity).findOneByOrFail({ id });
   }
 
-  async authenticateToken(hash: string): Promise<AuthenticatedAdmin | null> {
-    const [admin] = await this.tokens.query<AuthenticatedAdmin[]>(AUTHENTICATE_TOKEN, [hash]);
+  async authenticateToken(hash: string): Promise<AuthenticatedToken | null> {
+    const [admin] = await this.tokens.query<AuthenticatedToken[]>(AUTHENTICATE_TOKEN, [hash]);
     return admin ?? null;
   }
 

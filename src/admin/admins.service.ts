@@ -86,6 +86,11 @@ export class AdminsService {
     this.mayManageTokensOf(principal, adminId);
     const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
     if (expiresAt && expiresAt <= new Date()) throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
+    const outlived = principal.tokenExpiresAt;
+    if (outlived && (!expiresAt || expiresAt > outlived)) {
+      // A token that expires cannot extend itself by making another (README, "Administration").
+      throw AppError.validation([{ field: 'expiresAt', message: `must be at most ${outlived.toISOString()}, when the token making this request expires` }]);
+    }
     return this.dataSource.transaction(async (tx) => {
       const admin = await this.find(adminId, tx);
       if (admin.disabledAt) throw new AppError('INVALID_STATE_TRANSITION', 'A disabled administrator gets no new token');

@@ -166,6 +166,36 @@ describe('administrators', () => {
       expect((await bootstrap('POST', `/admin/admins/${viewer.id}/tokens`, { expiresAt: '2001-01-01T00:00:00Z' })).statusCode).toBe(422);
     });
 
+    it('never outlive the token that makes them: one expiring in 90 s cannot make a longer-lived one, for its admin or another', async () => {
+      const boss = await newAdmin('admin');
+      const colleague = await newAdmin('viewer');
+      const expiresAt = new Date(Date.now() + 90_000).toISOString();
+      const shortLived = (await bootstrap('POST', `/admin/admins/${boss.id}/tokens`, { expiresAt })).json() as Token & { expiresAt: string };
+      const tokensBefore = await count('admin_tokens');
+      const later = new Date(Date.parse(shortLived.expiresAt) + 1000).toISOString();
+      for (const [adminId, body] of [
+        [boss.id, {}],
+        [boss.id, { expiresAt: later }],
+        [colleague.id, { expiresAt: '2099-01-01T00:00:00Z' }],
+      ] as const) {
+        const refused = await as(shortLived.token, 'POST', `/admin/admins/${adminId}/tokens`, body);
+        expect({ body, status: refused.statusCode, code: refused.json().code, errors: refused.json().errors }).toEqual({
+          body,
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          errors: [{ field: 'expiresAt', message: `must be at most ${shortLived.expiresAt}, when the token making this request expires` }],
+        });
+      }
+      expect(await count('admin_tokens')).toBe(tokensBefore);
+
+      const within = await as(shortLived.token, 'POST', `/admin/admins/${colleague.id}/tokens`, { expiresAt: shortLived.expiresAt });
+      expect(within.statusCode).toBe(201);
+      expect(within.json().expiresAt).toBe(shortLived.expiresAt);
+      // A token that never expires, the break-glass token and a console session are not bound by this rule.
+      const lasting = await tokenFor(boss);
+      expect((await as(lasting.token, 'POST', `/admin/admins/${colleague.id}/tokens`, {})).json().expiresAt).toBeNull();
+    });
+
     it('stop on the very next request on every instance when revoked, or when their admin is disabled', async () => {
       const operator = await newAdmin('operator');
       const first = await tokenFor(operator);

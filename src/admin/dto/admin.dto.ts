@@ -81,7 +81,11 @@ export class CreateAdminTokenDto {
   @Length(1, 200)
   name?: string;
 
-  @ApiPropertyOptional({ format: 'date-time', example: '2027-06-30T00:00:00.000Z', description: 'ISO 8601, in the future; absent: never expires' })
+  @ApiPropertyOptional({
+    format: 'date-time',
+    example: '2027-06-30T00:00:00.000Z',
+    description: "ISO 8601, in the future; absent: never expires. Made with a token that expires: required, and no later than that token's expiry",
+  })
   @OptionalField()
   @IsDateString({ strict: true }, { message: 'must be an ISO 8601 date-time' })
   expiresAt?: string;
