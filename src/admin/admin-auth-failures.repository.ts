@@ -7,7 +7,7 @@ import { AdminAuthFailureEntity } from './admin-auth-failure.entity';
  * One more failure in this minute's window, in one atomic statement (an upsert that counts: ON CONFLICT …
  * DO UPDATE with the row's own value); the window's count and the seconds until it closes.
  */
-const RESERVE = `INSERT INTO admin_auth_failures (remote_address, window_start, failures)
+const COUNT_FAILURE = `INSERT INTO admin_auth_failures (remote_address, window_start, failures)
        VALUES ($1, date_trunc('minute', now()), 1)
        ON CONFLICT (remote_address, window_start) DO UPDATE SET failures = admin_auth_failures.failures + 1
        RETURNING failures, CEIL(EXTRACT(EPOCH FROM (window_start + interval '1 minute' - now())))::int AS "secondsLeft"`;
@@ -17,21 +17,9 @@ const RESERVE = `INSERT INTO admin_auth_failures (remote_address, window_start, 
 export class AdminAuthFailuresRepository {
   constructor(@InjectRepository(AdminAuthFailureEntity) private readonly failures: Repository<AdminAuthFailureEntity>) {}
 
-  async reserve(address: string): Promise<{ failures: number; secondsLeft: number }> {
-    const [row] = await this.failures.query<Array<{ failures: number; secondsLeft: number }>>(RESERVE, [address]);
+  async countFailure(address: string): Promise<{ failures: number; secondsLeft: number }> {
+    const [row] = await this.failures.query<Array<{ failures: number; secondsLeft: number }>>(COUNT_FAILURE, [address]);
     return row;
-  }
-
-  /** Takes one failure of this minute's window back. */
-  async forgive(address: string): Promise<void> {
-    await this.failures
-      .createQueryBuilder()
-      .update()
-      .set({ failures: () => 'failures - 1' })
-      .where({ remoteAddress: address })
-      .andWhere("window_start = date_trunc('minute', now())")
-      .andWhere('failures > 0')
-      .execute();
   }
 
   /** Windows older than an hour. */

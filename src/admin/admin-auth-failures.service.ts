@@ -5,26 +5,21 @@ import { AdminAuthFailuresRepository } from './admin-auth-failures.repository';
 export const MAX_FAILURES_PER_MINUTE = 10;
 
 /**
- * Counts failed admin-token attempts per address in fixed one-minute windows, in PostgreSQL so
- * that all instances share one count. After MAX_FAILURES_PER_MINUTE the address is refused until
- * the minute is over.
+ * Counts failed admin credentials per address in fixed one-minute windows, in PostgreSQL so that all
+ * instances share one count. Past MAX_FAILURES_PER_MINUTE, further failures from the address are answered
+ * 429 until the minute is over; a valid credential is never refused because of them (README, "Administration").
  */
 @Injectable()
 export class AdminAuthFailuresService {
   constructor(private readonly failures: AdminAuthFailuresRepository) {}
 
   /**
-   * Counts an attempt as failed before its token is compared, in one atomic statement, so parallel
-   * guesses cannot all slip past the limit; `forgive` takes it back when the token was right.
-   * Returns the failures of this window including this one, and the seconds until it closes.
+   * One more failure, counted in one atomic statement, so parallel guesses all count. Returns the failures
+   * of this window including this one, and the seconds until it closes.
    */
-  async reserveAttempt(address: string): Promise<{ failures: number; secondsLeft: number }> {
-    const { failures, secondsLeft } = await this.failures.reserve(address);
+  async recordFailure(address: string): Promise<{ failures: number; secondsLeft: number }> {
+    const { failures, secondsLeft } = await this.failures.countFailure(address);
     return { failures, secondsLeft: Math.max(1, secondsLeft) };
-  }
-
-  async forgive(address: string): Promise<void> {
-    await this.failures.forgive(address);
   }
 
   /** Old windows mean nothing any more. */

@@ -20,7 +20,8 @@ const UNAUTHORIZED_DETAIL = 'A valid admin credential is required: Authorization
  * session cookie), whether the role allows the route (403 FORBIDDEN otherwise, nothing changed), and for a
  * cookie-authenticated write the CSRF check (the page's own origin, or its CSRF token). Each credential is
  * looked up in the database on every request, so a revoked token or a disabled admin stops at once on every
- * instance. More than 10 failed attempts from one address within a minute are refused with 429.
+ * instance. Past 10 failed attempts from one address within a minute, its further failures are answered 429;
+ * a good credential from it still passes.
  */
 @Injectable()
 export class AdminAuthGuard implements CanActivate {
@@ -39,16 +40,16 @@ export class AdminAuthGuard implements CanActivate {
     if (!/^Bearer \S+$/.test(request.headers.authorization ?? '') && !cookieValue(request.headers.cookie, SESSION_COOKIE)) {
       throw new AppError('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
     }
-    // Counted before the compare, so even the right credential is refused once the address is locked out.
-    const { failures, secondsLeft } = await this.failures.reserveAttempt(request.ip);
-    if (failures > MAX_FAILURES_PER_MINUTE) {
-      throw new AppError('RATE_LIMITED', 'Too many failed attempts from this address; try again later', undefined, { 'Retry-After': String(secondsLeft) });
-    }
     const principal = await this.identify(request);
     if (!principal) {
+      // Only failures count and only failures are refused: others' guesses from a shared address (a proxy
+      // without TRUSTED_PROXIES, an office) never lock out an administrator whose credential is good.
+      const { failures, secondsLeft } = await this.failures.recordFailure(request.ip);
+      if (failures > MAX_FAILURES_PER_MINUTE) {
+        throw new AppError('RATE_LIMITED', 'Too many failed attempts from this address; try again later', undefined, { 'Retry-After': String(secondsLeft) });
+      }
       throw new AppError('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
     }
-    await this.failures.forgive(request.ip);
     if (principal.session && !SAFE_METHODS.has(request.method) && !this.passesCsrfCheck(request, principal.session.csrfToken)) {
       throw new AppError('FORBIDDEN', 'A write with the console session must come from the console (its origin or its CSRF token)');
     }

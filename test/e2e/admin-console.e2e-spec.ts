@@ -873,7 +873,7 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await p.close();
   });
 
-  // Last: the lockout refuses this address, the right token included, for the rest of the minute.
+  // Last: the lockout answers this address's further wrong tokens with 429 for the rest of the minute.
   it('shows Retry-After when too many wrong tokens lock the address out (429)', async () => {
     const message = page.getByTestId('sign-in-message');
     for (let attempt = 0; attempt < 15; attempt++) {
