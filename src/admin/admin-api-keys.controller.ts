@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Header, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiCookieAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiProblems } from '../common/problem.dto';
 import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME } from '../openapi/api-description';
@@ -27,7 +27,6 @@ export class AdminApiKeysController {
   constructor(private readonly keys: AdminApiKeysService) {}
 
   @Post()
-  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'createApiKey',
     summary: 'Issue an API key',
@@ -71,7 +70,6 @@ export class AdminApiKeysController {
   }
 
   @Post(':id/rotate')
-  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'rotateApiKey',
     summary: 'Rotate an API key',

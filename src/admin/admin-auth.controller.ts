@@ -37,7 +37,7 @@ export class AdminAuthController {
   async login(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.sso.enabled) throw new AppError('NOT_FOUND', 'Single sign-on is not configured');
     const { url, state } = await this.sso.start(callbackUrl(request));
-    await reply.header('Set-Cookie', loginCookie(state, isSecure(request))).header('Cache-Control', 'no-store').redirect(url, 302);
+    await reply.header('Set-Cookie', loginCookie(state, isSecure(request))).redirect(url, 302);
   }
 
   @Get('callback')
@@ -51,7 +51,6 @@ export class AdminAuthController {
     if (outcome.kind === 'signed_in') cookies.push(sessionCookie(outcome.sessionToken, outcome.maxAgeSeconds, secure));
     await reply
       .header('Set-Cookie', cookies)
-      .header('Cache-Control', 'no-store')
       .redirect(outcome.kind === 'signed_in' ? '/admin' : '/admin?signin=refused', 302);
   }
 

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Header, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiCookieAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiProblems } from '../common/problem.dto';
 import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME } from '../openapi/api-description';
@@ -84,7 +84,6 @@ export class AdminsController {
 
   @Post('admins/:id/tokens')
   @RequiresRole('viewer')
-  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'createAdminToken',
     summary: 'Issue a personal token',

@@ -12,6 +12,9 @@ export function requestIdFor(request: RawRequestDefaultExpression): string {
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
+/** The API and the administration: every answer there is for one authenticated caller (or refuses one). */
+const isPrivateArea = (url: string) => url.startsWith('/api/') || url === '/admin' || url.startsWith('/admin/') || url.startsWith('/admin?');
+
 type Headers = Record<string, string | string[] | undefined>;
 
 export function hasBody(headers: Headers): boolean {
@@ -51,8 +54,11 @@ export function registerHttpHooks(fastify: FastifyInstance, anyMediaTypeRoutes: 
     draining = true;
   });
   // Callback hooks rather than async ones: they run on every request, and each async hook costs a promise.
-  fastify.addHook('onSend', (_request, reply, payload, done) => {
+  fastify.addHook('onSend', (request, reply, payload, done) => {
     if (draining) reply.header('Connection', 'close');
+    // What the API and the admin endpoints answer is a caller's own (their documents, keys, accounts): no
+    // cache on the way may keep it. A route that says otherwise (the console's files) keeps its own.
+    if (isPrivateArea(request.url) && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
     done(null, payload);
   });
   fastify.addHook('onRequest', (request, reply, done) => {

@@ -1,5 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppConfig } from '../config/app-config';
+import { configuredSecrets, urlRedactor } from '../logging/redact-url';
 import { AppError } from './app-error';
 import { asDatabaseUnavailable, DatabaseUnavailable } from './database-failure';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
@@ -15,6 +17,12 @@ function loggable(error: unknown): Record<string, unknown> {
 @Catch()
 export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
+  /** The problem's `instance` is the request path, which a client may have put a key into by mistake. */
+  private readonly redactUrl: (url: string) => string;
+
+  constructor(config: AppConfig) {
+    this.redactUrl = urlRedactor(configuredSecrets(config));
+  }
 
   catch(thrown: unknown, host: ArgumentsHost): void {
     // A failure of the database as TypeORM or pg reports it (a prepared statement's is one already): the
@@ -27,7 +35,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       this.logger.debug({ requestId: request.id, code: (exception as { code?: unknown }).code }, 'The client closed its connection before the answer');
       return;
     }
-    const problem = toProblem(exception, request.url.split('?')[0], String(request.id));
+    const problem = toProblem(exception, this.redactUrl(request.url.split('?')[0]), String(request.id));
     if (problem.unexpected) {
       this.logger.error({ err: loggable(exception), requestId: request.id }, 'Unexpected error');
     } else if (exception instanceof DatabaseUnavailable) {

@@ -1,29 +1,55 @@
-/** Query parameters whose values are secrets by their name. */
+import type { AppConfig } from '../config/app-config';
+
+/** Parameters whose values are secrets by their name. */
 const SECRET_NAME = /key|token|secret|signature|password|passwd|auth|session|code|credential/i;
-/** Values that are secrets whatever they are called: the gateway's own keys and tokens, and long opaque strings. */
-const SECRET_VALUE = /^(sk|adm)_tax_|^whsec_|^[A-Za-z0-9_\-+/=.]{32,}$/;
+/** The gateway's own keys, tokens and push secrets, wherever they stand in a part. */
+const GATEWAY_SECRET = /(sk|adm)_tax_|whsec_/i;
+/** A long opaque string; a UUID (the ids in the gateway's paths) is not one. */
+const OPAQUE = /^[A-Za-z0-9_\-+/.~]{32,}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** What separates the parts of a URL that are judged one by one: path segments, parameters, names, values. */
+const DELIMITERS = /([/?&;=#])/;
+const REDACTED = '[redacted]';
+/** A secret so short that it would match ordinary words is not looked for (the configuration asks for 16). */
+const SHORTEST_SECRET = 8;
+
+/** The configured secrets a URL must never carry into a log line or an answer. */
+export function configuredSecrets(config: AppConfig): string[] {
+  const values = [config.ADMIN_TOKEN, config.METRICS_TOKEN, config.BANK_WEBHOOK_SECRET, config.BANK_WEBHOOK_SECRET_PREVIOUS, config.OIDC_CLIENT_SECRET];
+  return values.filter((value): value is string => typeof value === 'string' && value.length >= SHORTEST_SECRET);
+}
+
+function decoded(part: string, plusIsSpace: boolean): string {
+  const text = plusIsSpace ? part.replace(/\+/g, ' ') : part;
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text; // Judged as sent.
+  }
+}
 
 /**
- * A request URL as it may be logged: the value of every query parameter that is, or looks like, a key or
- * token replaced with `[redacted]` (an API key sent as `?api_key=…` by mistake must not reach the log).
+ * A request URL as it may be logged or named in an answer: every part of it (a path segment, a parameter
+ * after `?`, `&` or `;`, a parameter's name or value) that is, or looks like, a key, token or secret,
+ * judged after percent-decoding, becomes `[redacted]`, as does the value of a parameter named like a
+ * secret. A configured secret that spans several parts (it contains `/` or `&`, say) leaves nothing of
+ * the URL.
  */
-export function redactUrl(url: string): string {
-  const query = url.indexOf('?');
-  if (query === -1) return url;
-  const parameters = url
-    .slice(query + 1)
-    .split('&')
-    .map((pair) => {
-      const equals = pair.indexOf('=');
-      if (equals === -1) return pair;
-      const name = pair.slice(0, equals);
-      let value = pair.slice(equals + 1);
-      try {
-        value = decodeURIComponent(value.replace(/\+/g, ' '));
-      } catch {
-        // Kept as sent; judged as it is.
-      }
-      return SECRET_NAME.test(name) || SECRET_VALUE.test(value) ? `${name}=[redacted]` : pair;
-    });
-  return `${url.slice(0, query)}?${parameters.join('&')}`;
+export function urlRedactor(secrets: readonly string[]): (url: string) => string {
+  const isSecret = (text: string) => GATEWAY_SECRET.test(text) || (OPAQUE.test(text) && !UUID.test(text)) || secrets.some((secret) => text.includes(secret));
+  return (url) => {
+    const parts = url.split(DELIMITERS);
+    let inQuery = false;
+    for (let i = 0; i < parts.length; i += 2) {
+      const delimiter = i > 0 ? parts[i - 1] : '';
+      if (delimiter === '?') inQuery = true;
+      if (parts[i] === '') continue;
+      const text = decoded(parts[i], inQuery);
+      const name = delimiter === '=' && i >= 2 ? decoded(parts[i - 2], inQuery) : null;
+      if (isSecret(text) || (name !== null && SECRET_NAME.test(name))) parts[i] = REDACTED;
+    }
+    const redacted = parts.join('');
+    const whole = decoded(redacted, false) + decoded(redacted, true);
+    return secrets.some((secret) => whole.includes(secret)) ? REDACTED : redacted;
+  };
 }

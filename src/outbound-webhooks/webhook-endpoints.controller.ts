@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Header, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/authenticated-key';
 import type { AuthenticatedKey } from '../auth/authenticated-key';
@@ -36,7 +36,6 @@ export class WebhookEndpointsController {
 
   @Post()
   @Idempotent()
-  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'createWebhookEndpoint',
     summary: 'Register a webhook endpoint',
@@ -92,7 +91,6 @@ export class WebhookEndpointsController {
   @Post(':id/rotate-secret')
   @Idempotent()
   @HttpCode(200)
-  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'rotateWebhookEndpointSecret',
     summary: "Rotate a webhook endpoint's signing secret",

@@ -127,6 +127,58 @@ describe('security review findings', () => {
       expect(t.logs()).not.toContain(key);
     });
 
+    it('writes no key or admin token found anywhere in a URL to the log, nor back in the answer', async () => {
+      const { key } = await newSourceWithKey(t.app);
+      const encoded = encodeURIComponent(key).replace('_', '%5F');
+      const admin = encodeURIComponent(TEST_ADMIN_TOKEN);
+      const urls = [
+        `/nope/${key}`,
+        `/api/v1/documents/${encoded}`,
+        `/api/v1/me;${key}`,
+        `/api/v1/me?${key}`,
+        `/api/v1/me?${key}=1`,
+        `/api/v1/me?x=${encoded}`,
+        `/api/v1/me?api%5Fkey=${encoded}`,
+        `/admin/${admin}`,
+        `/admin/me?${admin}`,
+        `/admin/me?q=${admin}`,
+        `/admin/me;token=${admin}`,
+      ];
+      for (const url of urls) {
+        const res = await t.app.inject({ method: 'GET', url });
+        expect({ url, refused: res.statusCode >= 400 }).toEqual({ url, refused: true });
+        for (const secret of [key, encoded, TEST_ADMIN_TOKEN, admin]) expect(res.body).not.toContain(secret);
+      }
+      const logged = t.logs();
+      for (const secret of [key, key.slice(7), encoded, TEST_ADMIN_TOKEN, admin]) expect(logged).not.toContain(secret);
+      // Each request was logged (a 4xx is a warning), with what was not secret kept.
+      expect(logged).toContain('"url":"/nope/[redacted]"');
+      expect(logged).toContain('"url":"/api/v1/me?[redacted]=1"');
+      expect(logged).toContain('"url":"/admin/me;token=[redacted]"');
+    });
+
+    it('answers the API and the administration with Cache-Control: no-store, success or refusal', async () => {
+      const { key } = await newSourceWithKey(t.app);
+      const answers = [
+        await t.app.inject({ method: 'GET', url: '/api/v1/me', headers: { 'x-api-key': key } }),
+        await t.app.inject({ method: 'GET', url: '/api/v1/documents?limit=1', headers: { 'x-api-key': key } }),
+        await t.app.inject({ method: 'GET', url: '/api/v1/me' }),
+        await t.app.inject({ method: 'GET', url: '/admin/api-keys', headers: adminHeaders }),
+        await t.app.inject({ method: 'GET', url: '/admin/me', headers: adminHeaders }),
+        await t.app.inject({ method: 'GET', url: '/admin/me' }),
+      ];
+      expect(answers.map((res) => [res.statusCode, res.headers['cache-control']])).toEqual([
+        [200, 'no-store'],
+        [200, 'no-store'],
+        [401, 'no-store'],
+        [200, 'no-store'],
+        [200, 'no-store'],
+        [401, 'no-store'],
+      ]);
+      // Public pages keep what they say of themselves.
+      expect((await t.app.inject({ method: 'GET', url: '/health/live' })).headers['cache-control']).not.toBe('no-store');
+    });
+
     it.each([
       ['PUT', '/api/v1/documents/2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f', 'GET, HEAD'],
       ['QUERY', '/api/v1/documents/2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f', 'GET, HEAD'],
