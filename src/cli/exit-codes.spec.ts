@@ -35,7 +35,8 @@ describe('exit codes', () => {
       detail: 'The database could not be reached (ECONNREFUSED); check DATABASE_URL, the PG* variables or DATA_DIR',
     });
     expect(exitOf(new DatabaseUnavailable('unreachable', refused))).toBe(EXIT.DATABASE);
-    expect(classify(new DatabaseUnavailable('statement_timeout', {})).detail).toBe('The database did not answer in time; nothing was saved, try again shortly');
+    expect(classify(new DatabaseUnavailable('statement_timeout', {})).detail).toBe('The database stopped a statement that ran past its time limit; nothing was saved, try again shortly');
+    expect(classify(new DatabaseUnavailable('no_answer', {})).detail).toBe('The database did not answer in time; the change may have been made; look before trying again');
     expect(exitOf(new OperatorError('schema behind'))).toBe(EXIT.DATABASE);
     expect(exitOf(new EmbeddedPostgresError('There is no embedded database in DATA_DIR /x'))).toBe(EXIT.DATABASE);
   });

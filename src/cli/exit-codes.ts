@@ -1,5 +1,5 @@
 import { AppError } from '../common/app-error';
-import { DATABASE_FAILURES, databaseFailureOf } from '../common/database-failure';
+import { databaseFailureDetail, databaseFailureOf } from '../common/database-failure';
 import { ERROR_STATUS, ErrorCode, FieldError } from '../common/error-codes';
 import { problemTitle } from '../common/problem';
 import { ConfigValidationError } from '../config/app-config';
@@ -83,7 +83,8 @@ export const flagOf = (field: string) => `--${field.replace(/[A-Z]/g, (letter) =
 function databaseDetail(error: unknown): string | null {
   const failure = databaseFailureOf(error);
   if (!failure) return null;
-  if (failure !== 'unreachable') return DATABASE_FAILURES[failure].detail;
+  // The CLI's commands change things: after a lost answer, the operator looks before running one again.
+  if (failure !== 'unreachable') return databaseFailureDetail(failure, 'admin_write');
   // Never the URL: it may carry the password.
   const code = (error as { code?: unknown }).code;
   return `The database could not be reached${typeof code === 'string' ? ` (${code})` : ''}; check DATABASE_URL, the PG* variables or DATA_DIR`;

@@ -3,15 +3,48 @@
  * its own wording: "unreachable" while PostgreSQL is up but the pool is exhausted sends an operator
  * looking in the wrong place.
  */
-export type DatabaseFailure = 'unreachable' | 'saturated' | 'session_ended' | 'statement_timeout' | 'lock_timeout';
+export type DatabaseFailure = 'unreachable' | 'saturated' | 'session_ended' | 'no_answer' | 'statement_timeout' | 'lock_timeout';
 
-export const DATABASE_FAILURES: Record<DatabaseFailure, { detail: string; retryAfterSeconds: number }> = {
-  unreachable: { detail: 'The database is unreachable; try again shortly', retryAfterSeconds: 5 },
-  saturated: { detail: 'The gateway is saturated: no database connection became free in time; try again shortly', retryAfterSeconds: 1 },
-  session_ended: { detail: 'The database ended the session during the request; nothing was saved, try again', retryAfterSeconds: 1 },
-  statement_timeout: { detail: 'The database did not answer in time; nothing was saved, try again shortly', retryAfterSeconds: 5 },
-  lock_timeout: { detail: 'Another transaction holds data this request needs; nothing was saved, try again shortly', retryAfterSeconds: 1 },
+/**
+ * What the gateway knows of a request's changes when the database failed it: `nothing_saved` only where
+ * PostgreSQL itself cancelled the work; `unknown` where statements, COMMIT among them, may have reached it
+ * and no answer came back (PostgreSQL frozen, the connection lost): it may have committed them since.
+ */
+type Outcome = 'not_said' | 'nothing_saved' | 'unknown';
+
+export const DATABASE_FAILURES: Record<DatabaseFailure, { cause: string; outcome: Outcome; retryAfterSeconds: number }> = {
+  unreachable: { cause: 'The database is unreachable', outcome: 'not_said', retryAfterSeconds: 5 },
+  saturated: { cause: 'The gateway is saturated: no database connection became free in time', outcome: 'not_said', retryAfterSeconds: 1 },
+  session_ended: { cause: 'The database ended the session during the request', outcome: 'unknown', retryAfterSeconds: 1 },
+  no_answer: { cause: 'The database did not answer in time', outcome: 'unknown', retryAfterSeconds: 5 },
+  statement_timeout: { cause: 'The database stopped a statement that ran past its time limit', outcome: 'nothing_saved', retryAfterSeconds: 5 },
+  lock_timeout: { cause: 'Another transaction holds data this request needs', outcome: 'nothing_saved', retryAfterSeconds: 1 },
 };
+
+/** What kind of request failed: what a retry of it does depends on it. */
+export type RequestKind = 'read' | 'api_write' | 'bank_webhook' | 'admin_write';
+
+export function requestKindOf(method: string, path: string): RequestKind {
+  if (method === 'GET' || method === 'HEAD') return 'read';
+  if (path.startsWith('/admin')) return 'admin_write';
+  if (path.startsWith('/api/webhooks/')) return 'bank_webhook'; // the bank's callbacks (BANK_WEBHOOK_PATH)
+  return 'api_write';
+}
+
+/** After an unknown outcome: whether trying again is safe, by kind of request. */
+const UNKNOWN_OUTCOME: Record<RequestKind, string> = {
+  read: 'try again shortly',
+  api_write: 'it may have been saved; retrying with the same X-Idempotency-Key is safe',
+  bank_webhook: 'it may have been saved; sending the event again with the same eventId is safe',
+  admin_write: 'the change may have been made; look before trying again',
+};
+
+/** The 503's detail: the cause, then no more than the gateway knows of what was saved. */
+export function databaseFailureDetail(failure: DatabaseFailure, kind: RequestKind): string {
+  const { cause, outcome } = DATABASE_FAILURES[failure];
+  if (outcome === 'unknown') return `${cause}; ${UNKNOWN_OUTCOME[kind]}`;
+  return outcome === 'nothing_saved' ? `${cause}; nothing was saved, try again shortly` : `${cause}; try again shortly`;
+}
 
 /** Socket errors of a connection that cannot be made or was lost. */
 const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
@@ -32,7 +65,7 @@ function bySqlState(code: string): DatabaseFailure | null {
 const BY_MESSAGE: [RegExp, DatabaseFailure][] = [
   [/timeout exceeded when trying to connect/i, 'saturated'],
   [/Connection terminated due to connection timeout/i, 'unreachable'],
-  [/Query read timeout/i, 'statement_timeout'],
+  [/Query read timeout/i, 'no_answer'],
   [/Connection terminated|Client has encountered a connection error|not queryable|Query runner already released/i, 'session_ended'],
 ];
 
@@ -46,7 +79,7 @@ export class DatabaseUnavailable extends Error {
     readonly failure: DatabaseFailure,
     cause: unknown,
   ) {
-    super(DATABASE_FAILURES[failure].detail, { cause });
+    super(DATABASE_FAILURES[failure].cause, { cause });
     this.name = 'DatabaseUnavailable';
   }
 

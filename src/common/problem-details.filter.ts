@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { configuredSecrets, urlRedactor } from '../logging/redact-url';
 import { AppError } from './app-error';
-import { asDatabaseUnavailable, DatabaseUnavailable } from './database-failure';
+import { asDatabaseUnavailable, DatabaseUnavailable, requestKindOf } from './database-failure';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
 /** The shape of an error we log: never the SQL text or parameters TypeORM attaches to its errors. */
@@ -35,7 +35,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       this.logger.debug({ requestId: request.id, code: (exception as { code?: unknown }).code }, 'The client closed its connection before the answer');
       return;
     }
-    const problem = toProblem(exception, this.redactUrl(request.url.split('?')[0]), String(request.id));
+    const path = request.url.split('?')[0];
+    const problem = toProblem(exception, this.redactUrl(path), String(request.id), requestKindOf(request.method, path));
     if (problem.unexpected) {
       this.logger.error({ err: loggable(exception), requestId: request.id }, 'Unexpected error');
     } else if (exception instanceof DatabaseUnavailable) {

@@ -1,7 +1,7 @@
 import { NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import { Client } from 'pg';
 import { AppError } from './app-error';
-import { asDatabaseUnavailable, databaseFailureOf, isDatabaseUnavailable } from './database-failure';
+import { asDatabaseUnavailable, databaseFailureOf, isDatabaseUnavailable, requestKindOf } from './database-failure';
 import { toProblem } from './problem';
 import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 
@@ -69,7 +69,7 @@ describe('databaseFailureOf', () => {
     [new Error('Connection terminated unexpectedly'), 'session_ended', '1'],
     [new QueryRunnerAlreadyReleasedError(), 'session_ended', '1'],
     [pgError('57014', 'canceling statement due to statement timeout'), 'statement_timeout', '5'],
-    [new Error('Query read timeout'), 'statement_timeout', '5'],
+    [new Error('Query read timeout'), 'no_answer', '5'],
     [pgError('55P03', 'canceling statement due to lock timeout'), 'lock_timeout', '1'],
     [pgError('08006', 'connection failure'), 'unreachable', '5'],
   ])('names the cause of %p and, once the data layer has said so, answers 503 with its own wording', (error, cause, retryAfter) => {
@@ -78,6 +78,28 @@ describe('databaseFailureOf', () => {
     expect(problem.body).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
     expect(problem.headers['Retry-After']).toBe(retryAfter);
     expect(problem.unexpected).toBe(false);
+  });
+
+  it.each([
+    ['GET', '/api/v1/documents/x', 'The database did not answer in time; try again shortly'],
+    ['POST', '/api/v1/documents', 'The database did not answer in time; it may have been saved; retrying with the same X-Idempotency-Key is safe'],
+    ['POST', '/api/webhooks/payments/bank', 'The database did not answer in time; it may have been saved; sending the event again with the same eventId is safe'],
+    ['PATCH', '/admin/admins/x', 'The database did not answer in time; the change may have been made; look before trying again'],
+  ])('after statements were sent and no answer came, says only what is known: %s %s', (method, path, detail) => {
+    const error = asDatabaseUnavailable(new Error('Query read timeout'));
+    expect(toProblem(error, path, 'r', requestKindOf(method, path)).body.detail).toBe(detail);
+    expect(toProblem(error, path, 'r').body.detail).toMatch(/may have been made/);
+    expect(toProblem(asDatabaseUnavailable(new Error('Connection terminated unexpectedly')), path, 'r', requestKindOf(method, path)).body.detail).toBe(
+      detail.replace('did not answer in time', 'ended the session during the request'),
+    );
+  });
+
+  it('says nothing was saved only where PostgreSQL itself stopped the work, and claims nothing where a connection could not be had', () => {
+    const detail = (error: unknown) => toProblem(asDatabaseUnavailable(error), '/api/v1/documents', 'r', 'api_write').body.detail;
+    expect(detail(pgError('57014', 'canceling statement due to statement timeout'))).toMatch(/; nothing was saved, try again shortly$/);
+    expect(detail(pgError('55P03', 'canceling statement due to lock timeout'))).toMatch(/; nothing was saved, try again shortly$/);
+    expect(detail(new Error('timeout exceeded when trying to connect'))).toBe('The gateway is saturated: no database connection became free in time; try again shortly');
+    expect(detail(pgError('ECONNREFUSED'))).toBe('The database is unreachable; try again shortly');
   });
 
   it('takes a socket error that did not come from the database (a client that went away) for no database failure', () => {

@@ -1,7 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
 import { AppError } from './app-error';
-import { DATABASE_FAILURES, DatabaseUnavailable } from './database-failure';
+import { DATABASE_FAILURES, databaseFailureDetail, DatabaseUnavailable, RequestKind } from './database-failure';
 import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -51,13 +51,13 @@ const HTTP_STATUS_CODES: Partial<Record<number, ErrorCode>> = {
   503: 'SERVICE_UNAVAILABLE',
 };
 
-function classify(error: unknown): { code: ErrorCode; detail: string; errors?: FieldError[]; headers?: Record<string, string> } {
+function classify(error: unknown, kind: RequestKind): { code: ErrorCode; detail: string; errors?: FieldError[]; headers?: Record<string, string> } {
   if (error instanceof AppError) return error;
   const fastifyCode = (error as { code?: unknown } | null)?.code;
   if (typeof fastifyCode === 'string' && fastifyCode in FASTIFY_CODES) return FASTIFY_CODES[fastifyCode];
   if (error instanceof DatabaseUnavailable) {
-    const { detail, retryAfterSeconds } = DATABASE_FAILURES[error.failure];
-    return { code: 'SERVICE_UNAVAILABLE', detail, headers: { 'Retry-After': String(retryAfterSeconds) } };
+    const detail = databaseFailureDetail(error.failure, kind);
+    return { code: 'SERVICE_UNAVAILABLE', detail, headers: { 'Retry-After': String(DATABASE_FAILURES[error.failure].retryAfterSeconds) } };
   }
   if (error instanceof HttpException) {
     const status = error.getStatus();
@@ -70,9 +70,12 @@ function classify(error: unknown): { code: ErrorCode; detail: string; errors?: F
   return { code: 'INTERNAL_ERROR', detail: 'An unexpected error occurred' };
 }
 
-/** Turns any thrown value into the one error shape (README, "Errors"), without internals. */
-export function toProblem(error: unknown, instance: string, requestId: string): Problem {
-  const { code, detail, errors, headers = {} } = classify(error);
+/**
+ * Turns any thrown value into the one error shape (README, "Errors"), without internals. `kind` words a
+ * database failure's outcome; without it, the answer assumes a change may have been made.
+ */
+export function toProblem(error: unknown, instance: string, requestId: string, kind: RequestKind = 'admin_write'): Problem {
+  const { code, detail, errors, headers = {} } = classify(error, kind);
   const status = ERROR_STATUS[code];
   const extraHeaders = { ...headers };
   if (code === 'SERVICE_UNAVAILABLE' && !extraHeaders['Retry-After']) extraHeaders['Retry-After'] = RETRY_AFTER_DATABASE_SECONDS;

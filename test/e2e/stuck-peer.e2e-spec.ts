@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { freePort } from '../../src/database/embedded-postgres';
-import { cancelDocument, documentBody, newSourceWithKey, postDocument } from '../support/factories';
+import { adminHeaders, cancelDocument, documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { spawnNode, Spawned, startClusterProcess, waitFor } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
 /**
  * A peer that took a row lock and then froze (SIGSTOP: its connection stays open, its transaction
@@ -125,7 +125,8 @@ describe('a frozen peer holding a lock', () => {
       const res = await cancelDocument(short.app, locked.key, lockedDocument);
       expect(res.statusCode).toBe(503);
       expect(res.headers['retry-after']).toBe('5');
-      expect(res.json().detail).toMatch(/did not answer in time/);
+      // PostgreSQL stopped the statement itself, so the transaction is gone: here, and only here, nothing was saved.
+      expect(res.json().detail).toBe('The database stopped a statement that ran past its time limit; nothing was saved, try again shortly');
     });
   });
 
@@ -179,5 +180,61 @@ describe('a PostgreSQL that stops answering', () => {
     for (const pid of frozen) process.kill(pid, 'SIGCONT');
     frozen = [];
     await waitFor(async () => (await list()).statusCode === 200, 'requests to succeed again');
+  });
+
+  /** Both pool connections open and then frozen, so the next statement the gateway sends waits on one. */
+  const freezePool = async () => {
+    const dataSource = t.app.get<DataSource>(getDataSourceToken());
+    const ours = async () =>
+      (
+        await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)
+      ).rows.map((row: { pid: number }) => row.pid);
+    await waitFor(async () => {
+      await Promise.all([dataSource.query('SELECT pg_sleep(0.2)'), dataSource.query('SELECT pg_sleep(0.2)')]);
+      return (await ours()).length === 2;
+    }, 'exactly the two pool connections');
+    frozen = await ours();
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+  };
+  const thaw = () => {
+    for (const pid of frozen) process.kill(pid, 'SIGCONT');
+    frozen = [];
+  };
+
+  it('tells a write cut off by the freeze that it may have been saved, and how to retry safely; the retry applies it once', async () => {
+    const source = await newSourceWithKey(t.app);
+
+    // The bank event's transaction goes in one round trip, COMMIT included: PostgreSQL may run it on waking.
+    const eventId = `evt-frozen-${newIdempotencyKey()}`;
+    const event = signedWebhook(TEST_WEBHOOK_SECRET, { eventId, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: `PAY-FROZEN-${eventId}` });
+    await freezePool();
+    const cutEvent = await sendWebhook(t.app, event);
+    thaw();
+    expect([cutEvent.statusCode, cutEvent.json().detail]).toEqual([503, 'The database did not answer in time; it may have been saved; sending the event again with the same eventId is safe']);
+    const retried = await waitFor(async () => {
+      const res = await sendWebhook(t.app, event);
+      return res.statusCode === 200 ? res : undefined;
+    }, 'the event to be taken after the thaw');
+    expect(retried.statusCode).toBe(200);
+    expect((await t.db.query('SELECT count(*)::int AS n FROM webhook_events WHERE event_id = $1', [eventId])).rows[0].n).toBe(1);
+
+    const key = newIdempotencyKey();
+    const body = documentBody(source.source);
+    await freezePool();
+    const cutCreate = await postDocument(t.app, source.key, body, key);
+    thaw();
+    expect([cutCreate.statusCode, cutCreate.json().detail]).toEqual([503, 'The database did not answer in time; it may have been saved; retrying with the same X-Idempotency-Key is safe']);
+    const created = await waitFor(async () => {
+      const res = await postDocument(t.app, source.key, body, key);
+      return res.statusCode === 201 ? res : undefined;
+    }, 'the create to be answered after the thaw');
+    expect((await t.db.query('SELECT id FROM documents WHERE source = $1 AND external_id = $2', [source.source, body.externalId])).rows).toEqual([{ id: created.json().id }]);
+
+    // An administrator's change has no key to retry with: the answer says to look first.
+    await freezePool();
+    const cutAdmin = await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: source.source, name: 'cut off' } });
+    thaw();
+    expect([cutAdmin.statusCode, cutAdmin.json().detail]).toEqual([503, 'The database did not answer in time; the change may have been made; look before trying again']);
+    expect(JSON.stringify(cutAdmin.json())).not.toMatch(/sk_tax_/);
   });
 });
