@@ -65,6 +65,8 @@ function bySqlState(code: string): DatabaseFailure | null {
 const BY_MESSAGE: [RegExp, DatabaseFailure][] = [
   [/timeout exceeded when trying to connect/i, 'saturated'],
   [/Connection terminated due to connection timeout/i, 'unreachable'],
+  // pg's own bound on opening a connection (connectionTimeoutMillis), as the readiness probe meets it.
+  [/^timeout expired$/i, 'unreachable'],
   [/Query read timeout/i, 'no_answer'],
   [/Connection terminated|Client has encountered a connection error|not queryable|Query runner already released/i, 'session_ended'],
 ];
@@ -123,8 +125,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 export function describeFailure(error: unknown): { cause: string; code?: string; message?: string } {
   const { code, name, message } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; name?: unknown; message?: unknown };
   const failure = databaseFailureOf(error);
+  // A bare Error's name says nothing: then its message is what failed (ioredis's "Connection is closed.").
+  const named = typeof name === 'string' && name !== 'Error' ? name : typeof message === 'string' && message ? message.slice(0, 80) : 'unknown';
   return {
-    cause: failure ?? (typeof code === 'string' ? code : typeof name === 'string' ? name : 'unknown'),
+    cause: failure ?? (typeof code === 'string' ? code : named),
     ...(typeof code === 'string' ? { code } : {}),
     ...(typeof message === 'string' ? { message: message.slice(0, 200) } : { message: String(error).slice(0, 200) }),
   };

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { configuredSecrets, urlRedactor } from '../logging/redact-url';
 import { AppError } from './app-error';
-import { asDatabaseUnavailable, DatabaseUnavailable, requestKindOf } from './database-failure';
+import { asDatabaseUnavailable, DatabaseUnavailable, describeFailure, requestKindOf } from './database-failure';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
 /** The shape of an error we log: never the SQL text or parameters TypeORM attaches to its errors. */
@@ -42,7 +42,9 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     } else if (exception instanceof DatabaseUnavailable) {
       request.databaseFailure = exception.failure;
       // An expected condition, logged once per request and without a stack: an outage must not bury the log.
-      this.logger.warn({ requestId: request.id, cause: exception.failure, code: exception.code }, `Database unavailable: ${exception.failure}`);
+      // The driver's code and message (PostgreSQL's words or the socket's, never SQL) say what failed.
+      const { code, message } = describeFailure(exception.cause);
+      this.logger.warn({ requestId: request.id, cause: exception.failure, code, message }, `Database unavailable: ${exception.failure}`);
     }
     // Set here too: a few paths into this filter (a bad URL on the not-found router) skip the hooks.
     reply.header('X-Request-Id', request.id);

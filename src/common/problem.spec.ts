@@ -1,7 +1,7 @@
 import { NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import { Client } from 'pg';
 import { AppError } from './app-error';
-import { asDatabaseUnavailable, databaseFailureOf, isDatabaseUnavailable, requestKindOf } from './database-failure';
+import { asDatabaseUnavailable, databaseFailureOf, describeFailure, isDatabaseUnavailable, requestKindOf } from './database-failure';
 import { toProblem } from './problem';
 import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 
@@ -117,5 +117,20 @@ describe('field errors', () => {
   it('are capped at 50', () => {
     const errors = Array.from({ length: 5000 }, (_, i) => ({ field: `k${i}`, message: 'is not an allowed field' }));
     expect(toProblem(AppError.validation(errors), '/x', 'r').body.errors).toHaveLength(50);
+  });
+});
+
+describe('describeFailure', () => {
+  it('names what failed in every warning: a cause, and the driver\u2019s code and message when it has them', () => {
+    expect(describeFailure(new Error('timeout expired'))).toEqual({ cause: 'unreachable', message: 'timeout expired' });
+    expect(describeFailure(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toEqual({
+      cause: 'unreachable',
+      code: 'ECONNREFUSED',
+      message: 'connect ECONNREFUSED 127.0.0.1:5432',
+    });
+    // Not the database's: a bare Error is named by its message, not "Error".
+    expect(describeFailure(new Error('Connection is closed.'))).toEqual({ cause: 'Connection is closed.', message: 'Connection is closed.' });
+    expect(describeFailure(new TypeError('x is not a function')).cause).toBe('TypeError');
+    expect(describeFailure(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })).cause).toBe('unreachable');
   });
 });

@@ -148,6 +148,7 @@ describe('the database failing under load', () => {
     const pids = [postmasterPid(), ...readFileSync(`/proc/${postmasterPid()}/task/${postmasterPid()}/children`, 'utf8').trim().split(/\s+/).map(Number)];
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
     const frozenAt = performance.now();
+    const readyWhileFrozen = t.app.inject({ method: 'GET', url: '/health/ready' });
     await new Promise((resolve) => setTimeout(resolve, 4000));
     for (const pid of pids) process.kill(pid, 'SIGCONT');
     const thawedAt = performance.now();
@@ -175,6 +176,15 @@ describe('the database failing under load', () => {
     const cutOff = during.filter((o) => o.status === 503 && o.kind !== 'read');
     const unknown = (o: Outcome) => UNKNOWN[o.kind as 'create' | 'webhook'].test(o.detail ?? '');
     expect(cutOff.filter((o) => !unknown(o) && !KNOWN_NOTHING_SENT.includes(o.detail!)).map((o) => `${o.kind}: ${o.detail}`)).toEqual([]);
+    // Readiness said no, and every warning of the freeze names what failed: its cause and the driver's message.
+    expect((await readyWhileFrozen).statusCode).toBe(503);
+    const warnings = t
+      .logs()
+      .split('\n')
+      .filter((line) => line.includes('Database unavailable'))
+      .map((line) => JSON.parse(line) as { cause?: unknown; message?: unknown });
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(warnings.filter((w) => typeof w.cause !== 'string' || typeof w.message !== 'string' || w.message === '')).toEqual([]);
     // And wherever an answer did say nothing was saved, nothing was.
     const saidNothing = outcomes.filter((o) => o.status === 503 && /nothing was saved/.test(o.detail ?? ''));
     const externalIds = saidNothing.filter((o) => o.kind === 'create').map((o) => o.externalId);
