@@ -1,3 +1,6 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsNotEmpty, IsOptional, IsString } from 'class-validator';
 import { AppError } from './app-error';
 
 /** The largest value of a PostgreSQL bigint; a position above it would make the query itself fail. */
@@ -31,12 +34,18 @@ export const CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
 /** The event feed's cursor: two such parts joined by a dot (an older form has one). */
 export const FEED_CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}(\\.[A-Za-z0-9_-]{1,64})?$';
 
-/** The OpenAPI property of a `cursor` query parameter. */
-export const cursorProperty = (description: string, pattern = CURSOR_PATTERN) => ({
-  pattern,
-  maxLength: 129,
-  description: `${description}. Only a cursor this API returned is accepted; any other value is a 422`,
-});
+/**
+ * A cursor query parameter (`cursor`, the feed's `after`): optional, and when given not empty, which the
+ * OpenAPI pattern says too; omitting it starts from the beginning.
+ */
+export function CursorParameter(description: string, pattern = CURSOR_PATTERN): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({ pattern, maxLength: 129, description: `${description}. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422` }),
+    IsOptional(),
+    IsString(),
+    IsNotEmpty({ message: 'must not be empty; omit it to start from the beginning' }),
+  );
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -1,4 +1,5 @@
 import { Controller, Get, Module } from '@nestjs/common';
+import { newSourceWithKey } from '../support/factories';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
 
 /** A route that fails the way a bug would: with SQL text and a stack that must never leak. */
@@ -124,6 +125,28 @@ describe('error model', () => {
     expect(logged).toBeDefined();
     expect(logged).toContain('stack');
     expect(logged).not.toContain('WHERE id = $1');
+  });
+
+  it('refuses an empty cursor as the OpenAPI document does: a 422 naming the parameter, never the first page', async () => {
+    const { key } = await newSourceWithKey(t.app);
+    const api = { 'x-api-key': key };
+    const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+    const document = (await t.app.inject({ method: 'GET', url: '/docs/openapi.json' })).json();
+    for (const [url, headers, parameter, path] of [
+      ['/api/v1/documents?cursor=', api, 'cursor', '/api/v1/documents'],
+      ['/api/v1/events?after=', api, 'after', '/api/v1/events'],
+      ['/admin/api-keys?cursor=&limit=5', admin, 'cursor', '/admin/api-keys'],
+      ['/admin/outbound-deliveries?cursor=', admin, 'cursor', '/admin/outbound-deliveries'],
+    ] as const) {
+      const res = await t.app.inject({ method: 'GET', url, headers });
+      expect({ url, status: res.statusCode, errors: res.json().errors }).toEqual({
+        url,
+        status: 422,
+        errors: [{ field: parameter, message: 'must not be empty; omit it to start from the beginning' }],
+      });
+      const declared = document.paths[path].get.parameters.find((p: { name: string }) => p.name === parameter);
+      expect(new RegExp(declared.schema.pattern).test('')).toBe(false);
+    }
   });
 
   describe('X-Request-Id', () => {

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsDateString, IsEmail, IsIn, IsOptional, IsString, IsUUID, Length, ValidateIf } from 'class-validator';
-import { cursorProperty } from '../../common/cursor';
+import { CursorParameter } from '../../common/cursor';
 import { TEXT_PATTERN } from '../../common/json-body-parser';
 import { PageLimit } from '../../common/page-limit';
 import { OptionalField } from '../../common/validation';
@@ -17,9 +17,7 @@ export class PageQueryDto {
   @PageLimit(200, 50)
   limit?: number;
 
-  @ApiPropertyOptional(cursorProperty('The nextCursor of the previous page'))
-  @IsOptional()
-  @IsString()
+  @CursorParameter('The nextCursor of the previous page')
   cursor?: string;
 }
 

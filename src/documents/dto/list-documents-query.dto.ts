@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length } from 'class-validator';
 import { TEXT_PATTERN } from '../../common/json-body-parser';
-import { cursorProperty } from '../../common/cursor';
+import { CursorParameter } from '../../common/cursor';
 import { PageLimit } from '../../common/page-limit';
 import { DOCUMENT_TYPES } from '../document.entity';
 import type { DocumentType } from '../document.entity';
@@ -28,8 +28,6 @@ export class ListDocumentsQueryDto {
   @PageLimit(100, 20)
   limit?: number;
 
-  @ApiPropertyOptional(cursorProperty('The nextCursor of the previous page'))
-  @IsOptional()
-  @IsString()
+  @CursorParameter('The nextCursor of the previous page')
   cursor?: string;
 }

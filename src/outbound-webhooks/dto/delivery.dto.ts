@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
 import { SOURCE_PATTERN } from '../../common/source';
-import { cursorProperty } from '../../common/cursor';
+import { CursorParameter } from '../../common/cursor';
 import { PageLimit } from '../../common/page-limit';
 import { DELIVERY_STATUSES } from '../outbound-delivery.entity';
 import type { DeliveryStatus } from '../outbound-delivery.entity';
@@ -18,9 +18,7 @@ export class ListDeliveriesQueryDto {
   @PageLimit(100, 20)
   limit?: number;
 
-  @ApiPropertyOptional(cursorProperty('The nextCursor of the previous page'))
-  @IsOptional()
-  @IsString()
+  @CursorParameter('The nextCursor of the previous page')
   cursor?: string;
 }
 
@@ -53,9 +51,7 @@ export class AdminDeliveriesQueryDto {
   @PageLimit(200, 50)
   limit?: number;
 
-  @ApiPropertyOptional(cursorProperty('The nextCursor of the previous page'))
-  @IsOptional()
-  @IsString()
+  @CursorParameter('The nextCursor of the previous page')
   cursor?: string;
 }
 

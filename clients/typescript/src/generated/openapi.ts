@@ -892,7 +892,7 @@ export interface components {
             name?: string;
             /**
              * Format: date-time
-             * @description ISO 8601, in the future; absent: never expires
+             * @description ISO 8601, in the future; absent: never expires. Made with a token that expires: required, and no later than that token's expiry
              * @example 2027-06-30T00:00:00.000Z
              */
             expiresAt?: string;
@@ -1904,7 +1904,7 @@ export interface operations {
             query?: {
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
             };
             header?: never;
@@ -2651,7 +2651,7 @@ export interface operations {
             query?: {
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
                 /** @description Only entries of this action */
                 action?: "api_key.created" | "api_key.revoked" | "api_key.rotated" | "webhook_event.applied" | "webhook_endpoint.enabled" | "webhook_endpoint.disabled" | "outbound_delivery.retried" | "admin.created" | "admin.updated" | "admin_token.created" | "admin_token.revoked" | "admin.signed_in" | "admin.sign_in_refused" | "admin.signed_out";
@@ -2745,7 +2745,7 @@ export interface operations {
             query?: {
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
                 /** @description Only those of this source */
                 source?: string;
@@ -3295,7 +3295,7 @@ export interface operations {
             query?: {
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
                 /** @description Only events with this outcome */
                 status?: "applied" | "ignored" | "duplicate" | "unmatched" | "ambiguous";
@@ -3521,7 +3521,7 @@ export interface operations {
             query?: {
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
                 /** @description Only those of this source */
                 source?: string;
@@ -3741,7 +3741,7 @@ export interface operations {
                 documentId?: string;
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
             };
             header?: never;
@@ -3959,7 +3959,7 @@ export interface operations {
             query?: {
                 /** @description Items per page, 1 to 200 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
                 /** @description Documents of this source (this or providerReference is required) */
                 source?: string;
@@ -4337,7 +4337,7 @@ export interface operations {
                 externalId?: string;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
             };
             header?: never;
@@ -4755,7 +4755,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Resume after this cursor (the nextCursor of the previous call); omit to start from the beginning. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description Resume after this cursor (the nextCursor of the previous call); omit to start from the beginning. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 after?: string;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
@@ -5571,7 +5571,7 @@ export interface operations {
                 status?: "pending" | "succeeded" | "failed";
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value is a 422 */
+                /** @description The nextCursor of the previous page. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422 */
                 cursor?: string;
             };
             header?: never;
