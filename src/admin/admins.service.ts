@@ -7,6 +7,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AdminPrincipal, AuditContext } from './admin-actor';
 import type { AdminEntity, AdminRole, AdminTokenEntity } from './admin.entity';
+import type { AuditChanges } from './audit-log.entity';
 import { AdminsRepository } from './admins.repository';
 import { AuditLogService } from './audit-log.service';
 
@@ -35,6 +36,17 @@ export interface AdminTokenView {
 }
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+/** An account's fields before and after a change, those that changed (an admin has no secret among them). */
+function changesOf(before: AdminEntity, after: AdminEntity): AuditChanges {
+  const fields = { role: (a: AdminEntity) => a.role, name: (a: AdminEntity) => a.name, disabled: (a: AdminEntity) => a.disabledAt !== null };
+  const changes: AuditChanges = {};
+  for (const [field, read] of Object.entries(fields)) {
+    const [from, to] = [read(before), read(after)];
+    if (from !== to) changes[field] = { from, to };
+  }
+  return changes;
+}
 
 /** Administrators' accounts and personal tokens (README, "Administration"); each change and its audit entry commit together. */
 @Injectable()
@@ -76,7 +88,7 @@ export class AdminsService {
       const disabledAt = change.disabled === undefined ? undefined : change.disabled ? (current.disabledAt ?? new Date()) : null;
       const admin = await this.admins.update(tx, id, { role: change.role, name: change.name, disabledAt });
       if (change.disabled) await this.admins.endSessionsOf(tx, id);
-      await this.audit.record(tx, context, { action: 'admin.updated', target: { type: 'admin', id } });
+      await this.audit.record(tx, context, { action: 'admin.updated', target: { type: 'admin', id }, changes: changesOf(current, admin) });
       return toAdminView(admin);
     });
   }

@@ -18,6 +18,9 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
+/** Field by field, a value before and after a change. */
+export type AuditChanges = Record<string, { from: string | boolean | null; to: string | boolean | null }>;
+
 /** Who did it: the break-glass ADMIN_TOKEN, an admin's personal token or console session, or the operator CLI. */
 export const ACTOR_TYPES = ['bootstrap', 'token', 'session', 'cli'] as const;
 export type ActorType = (typeof ACTOR_TYPES)[number];
@@ -58,6 +61,10 @@ export class AuditLogEntity {
 
   @Column({ name: 'target_id', type: 'varchar', length: 255, nullable: true })
   targetId: string | null;
+
+  /** What the change changed: each field with its value before and after, never a secret. */
+  @Column({ type: 'jsonb', nullable: true })
+  changes: AuditChanges | null;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;

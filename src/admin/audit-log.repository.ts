@@ -6,7 +6,7 @@ import { AuditAction, AuditLogEntity } from './audit-log.entity';
 
 export type NewAuditEntry = Pick<
   AuditLogEntity,
-  'action' | 'keyId' | 'source' | 'remoteAddress' | 'actorType' | 'actorAdminId' | 'actorEmail' | 'targetType' | 'targetId'
+  'action' | 'keyId' | 'source' | 'remoteAddress' | 'actorType' | 'actorAdminId' | 'actorEmail' | 'targetType' | 'targetId' | 'changes'
 >;
 
 /** Retention: of the $3 entries after id $1, those written before now() - $2 (an ISO 8601 duration). */

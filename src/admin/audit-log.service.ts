@@ -3,7 +3,7 @@ import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { EntityManager } from 'typeorm';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { Actor, AuditContext } from './admin-actor';
-import { ActorType, AuditAction, AuditLogEntity } from './audit-log.entity';
+import { ActorType, AuditAction, AuditChanges, AuditLogEntity } from './audit-log.entity';
 import { AuditLogRepository } from './audit-log.repository';
 
 export interface AuditEntryView {
@@ -16,6 +16,8 @@ export interface AuditEntryView {
   keyId: string | null;
   source: string | null;
   remoteAddress: string;
+  /** What the change changed, field by field; null where the action says it all. */
+  changes: AuditChanges | null;
   createdAt: string;
 }
 
@@ -30,7 +32,7 @@ export class AuditLogService {
   async record(
     tx: EntityManager,
     context: AuditContext,
-    entry: { action: AuditAction; target?: { type: string; id: string }; source?: string | null; actor?: Actor },
+    entry: { action: AuditAction; target?: { type: string; id: string }; source?: string | null; actor?: Actor; changes?: AuditChanges },
   ): Promise<void> {
     const actor = entry.actor ?? context.actor;
     const target = entry.target ?? null;
@@ -45,6 +47,7 @@ export class AuditLogService {
       targetId: target?.id ?? null,
       source: entry.source ?? null,
       remoteAddress: context.remoteAddress,
+      changes: entry.changes ?? null,
     });
   }
 
@@ -72,6 +75,7 @@ function view(row: AuditLogEntity): AuditEntryView {
     keyId: row.keyId,
     source: row.source,
     remoteAddress: row.remoteAddress,
+    changes: row.changes,
     createdAt: row.createdAt.toISOString(),
   };
 }

@@ -771,6 +771,13 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await ada.getByRole('button', { name: `Enable ${email}` }).click();
     await page.locator(`[data-testid="admin-row"][data-id="${adaId}"][data-disabled="false"]`).waitFor();
     expect((await whoIs(token)).statusCode).toBe(200);
+
+    // The audit log says what each change changed.
+    await go(page, 'audit');
+    await page.getByTestId('filter-action').selectOption('admin.updated');
+    const changes = page.locator('[data-testid="audit-row"]').getByTestId('audit-changes');
+    for (const change of ['role: viewer → operator', 'disabled: false → true', 'disabled: true → false']) await changes.filter({ hasText: change }).first().waitFor();
+    await page.getByTestId('filter-action').selectOption('');
     expect(unexpected(problems)).toEqual([]);
   });
 

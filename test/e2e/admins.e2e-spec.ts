@@ -37,7 +37,9 @@ describe('administrators', () => {
     expect(res.statusCode).toBe(201);
     return res.json();
   };
-  const auditOf = async (adminId: string) => (await bootstrap('GET', `/admin/audit-log?adminId=${adminId}&limit=200`)).json().data as Array<Record<string, unknown>>;
+  /** The newest 200 entries, all or those by one admin. */
+  const auditOf = async (adminId: string | null) =>
+    (await bootstrap('GET', `/admin/audit-log?${adminId ? `adminId=${adminId}&` : ''}limit=200`)).json().data as Array<Record<string, unknown>>;
   const count = async (table: string) => Number((await t.db.query(`SELECT count(*) FROM ${table}`)).rows[0].count);
 
   beforeAll(async () => {
@@ -101,11 +103,18 @@ describe('administrators', () => {
       expect((await as(bossToken.token, 'PATCH', `/admin/admins/${target.id}`, { role: 'god' })).statusCode).toBe(422);
 
       const entries = await auditOf(boss.id);
-      expect(entries.map((e) => [e.action, e.targetType, e.targetId])).toEqual([
-        ['admin.updated', 'admin', target.id],
-        ['admin.updated', 'admin', target.id],
+      // Newest first, each saying what it changed, from what to what.
+      expect(entries.map((e) => [e.action, e.targetType, e.targetId, e.changes])).toEqual([
+        ['admin.updated', 'admin', target.id, { name: { from: 'Grace', to: null } }],
+        ['admin.updated', 'admin', target.id, { role: { from: 'viewer', to: 'operator' }, name: { from: null, to: 'Grace' } }],
       ]);
       expect(entries[0]).toMatchObject({ actor: { type: 'token', adminId: boss.id, email: boss.email }, remoteAddress: '198.51.100.4' });
+
+      await bootstrap('PATCH', `/admin/admins/${target.id}`, { disabled: true });
+      const [disabled] = await auditOf(null);
+      expect(disabled).toMatchObject({ action: 'admin.updated', targetId: target.id, changes: { disabled: { from: false, to: true } } });
+      // Entries whose action says it all carry no changes.
+      expect((await auditOf(null)).find((e) => e.action === 'admin.created' && e.targetId === target.id)).toMatchObject({ changes: null });
     });
   });
 
@@ -320,6 +329,7 @@ describe('administrators', () => {
         keyId: entries[0].targetId,
         source,
         remoteAddress: '198.51.100.4',
+        changes: null,
         createdAt: expect.any(String),
       });
 

@@ -12,6 +12,7 @@ const entry = (overrides: Partial<NewAuditEntry> = {}): NewAuditEntry => ({
   actorEmail: null,
   targetType: null,
   targetId: null,
+  changes: null,
   ...overrides,
 });
 

@@ -80,13 +80,21 @@ function auditTarget(entry) {
   return [`${words[entry.targetType] ?? entry.targetType} `, shortId(entry.targetId ?? '')];
 }
 
+/** What an entry changed, as `role: viewer → operator`; nothing for entries whose action says it all. */
+function auditChanges(changes) {
+  if (!changes) return [];
+  const shown = (value) => (value === null ? '—' : String(value));
+  const text = Object.entries(changes).map(([field, { from, to }]) => `${field}: ${shown(from)} → ${shown(to)}`);
+  return [el('span', { class: 'sub', 'data-testid': 'audit-changes' }, text.join('; '))];
+}
+
 function auditRow(entry) {
   return el(
     'tr',
     { 'data-testid': 'audit-row', 'data-id': entry.id, 'data-action': entry.action, 'data-key-id': entry.keyId ?? '' },
     el('td', {}, timeEl(entry.createdAt)),
     el('td', {}, el('span', { 'data-testid': 'audit-actor' }, actorName(entry.actor)), el('span', { class: 'sub' }, ACTOR_VIA[entry.actor.type] ?? entry.actor.type)),
-    el('td', {}, el('span', { class: 'action' }, entry.action)),
+    el('td', {}, el('span', { class: 'action' }, entry.action), ...auditChanges(entry.changes)),
     el('td', {}, auditTarget(entry)),
     el('td', {}, entry.source ?? muted('—')),
     el('td', {}, entry.remoteAddress),

@@ -135,6 +135,9 @@ export class AuditLogQueryDto extends PageQueryDto {
   adminId?: string;
 }
 
+/** A value before or after a change: text (a role, a name, possibly none) or a flag (disabled). */
+const CHANGED_VALUE = { anyOf: [{ type: 'string', nullable: true }, { type: 'boolean' }] };
+
 export class AuditEntryDto {
   @ApiProperty({ example: '42' }) id: string;
   @ApiProperty({ enum: AUDIT_ACTIONS }) action: string;
@@ -146,6 +149,14 @@ export class AuditEntryDto {
   @ApiProperty({ nullable: true, type: String, example: 'acme-erp' }) source: string | null;
   @ApiProperty({ example: '203.0.113.7', description: "The administrator's address (behind trusted proxies, the client's), or `cli` for the operator CLI" })
   remoteAddress: string;
+  @ApiProperty({
+    nullable: true,
+    type: 'object',
+    additionalProperties: { type: 'object', required: ['from', 'to'], properties: { from: CHANGED_VALUE, to: CHANGED_VALUE } },
+    example: { role: { from: 'viewer', to: 'operator' } },
+    description: 'What the change changed, field by field, each value before and after (admin.updated); never a secret. Null where the action says it all',
+  })
+  changes: Record<string, { from: string | boolean | null; to: string | boolean | null }> | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 

@@ -987,6 +987,21 @@ export interface components {
              * @example 203.0.113.7
              */
             remoteAddress: string;
+            /**
+             * @description What the change changed, field by field, each value before and after (admin.updated); never a secret. Null where the action says it all
+             * @example {
+             *       "role": {
+             *         "from": "viewer",
+             *         "to": "operator"
+             *       }
+             *     }
+             */
+            changes: {
+                [key: string]: {
+                    from: (string | null) | boolean;
+                    to: (string | null) | boolean;
+                };
+            } | null;
             /** Format: date-time */
             createdAt: string;
         };
