@@ -2,12 +2,13 @@ import { Controller, Get, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/co
 import { ApiExcludeEndpoint, ApiCookieAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error';
+import { AppConfig } from '../config/app-config';
 import { ApiProblems } from '../common/problem.dto';
 import { ADMIN_SESSION_SCHEME } from '../openapi/api-description';
 import { AdminContext, RequiresRole } from './admin-actor';
 import type { AdminPrincipal, AuditContext } from './admin-actor';
 import { AdminAuthGuard } from './admin-auth.guard';
-import { cookiesMustBeSecure, cookieValue, loginCookie, LOGIN_COOKIE, sessionCookie } from './admin-session';
+import { cookiesMustBeSecure, cookieValue, loginCookie, LOGIN_COOKIE, publicOrigin, sessionCookie } from './admin-session';
 import { AdminSsoService } from './admin-sso.service';
 
 class AuthConfigDto {
@@ -23,7 +24,10 @@ class AuthConfigDto {
 @ApiTags('admin')
 @Controller('admin/auth')
 export class AdminAuthController {
-  constructor(private readonly sso: AdminSsoService) {}
+  constructor(
+    private readonly sso: AdminSsoService,
+    private readonly appConfig: AppConfig,
+  ) {}
 
   @Get('config')
   @ApiOperation({ operationId: 'getAdminAuthConfig', summary: 'How the console signs in', description: 'Public: whether single sign-on is configured.' })
@@ -36,17 +40,17 @@ export class AdminAuthController {
   @ApiExcludeEndpoint()
   async login(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.sso.enabled) throw new AppError('NOT_FOUND', 'Single sign-on is not configured');
-    const { url, state } = await this.sso.start(callbackUrl(request));
-    await reply.header('Set-Cookie', loginCookie(state, isSecure(request))).redirect(url, 302);
+    const { url, state } = await this.sso.start(callbackUrl(this.appConfig.PUBLIC_URL, request));
+    await reply.header('Set-Cookie', loginCookie(state, isSecure(this.appConfig.PUBLIC_URL, request))).redirect(url, 302);
   }
 
   @Get('callback')
   @ApiExcludeEndpoint()
   async callback(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.sso.enabled) throw new AppError('NOT_FOUND', 'Single sign-on is not configured');
-    const url = new URL(request.url, callbackUrl(request));
+    const url = new URL(request.url, callbackUrl(this.appConfig.PUBLIC_URL, request));
     const outcome = await this.sso.finish(url, cookieValue(request.headers.cookie, LOGIN_COOKIE), { remoteAddress: request.ip });
-    const secure = isSecure(request);
+    const secure = isSecure(this.appConfig.PUBLIC_URL, request);
     const cookies = [loginCookie('', secure, 0)];
     if (outcome.kind === 'signed_in') cookies.push(sessionCookie(outcome.sessionToken, outcome.maxAgeSeconds, secure));
     await reply
@@ -69,15 +73,16 @@ export class AdminAuthController {
   async logout(@AdminContext() principal: AdminPrincipal & AuditContext, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<void> {
     if (!principal.session) return;
     await this.sso.signOut(principal, principal.session.id);
-    reply.header('Set-Cookie', sessionCookie('', 0, isSecure(request)));
+    reply.header('Set-Cookie', sessionCookie('', 0, isSecure(this.appConfig.PUBLIC_URL, request)));
   }
 }
 
 /** Where the provider sends the browser back: this gateway as the browser reached it (behind trusted proxies, as they say). */
-function callbackUrl(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host}/admin/auth/callback`;
+function callbackUrl(publicUrl: string | undefined, request: FastifyRequest): string {
+  return `${publicOrigin(publicUrl, request)}/admin/auth/callback`;
 }
 
-function isSecure(request: FastifyRequest): boolean {
-  return cookiesMustBeSecure(request.protocol, request.hostname);
+function isSecure(publicUrl: string | undefined, request: FastifyRequest): boolean {
+  const origin = new URL(publicOrigin(publicUrl, request));
+  return cookiesMustBeSecure(origin.protocol.replace(':', ''), origin.hostname);
 }

@@ -10,7 +10,7 @@ import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-
 import { ADMIN_TOKEN } from './admin-token';
 import { ADMIN_TOKEN_PREFIX } from './admins.service';
 import { AdminsRepository } from './admins.repository';
-import { cookieValue, SESSION_COOKIE } from './admin-session';
+import { cookieValue, publicOrigin, SESSION_COOKIE } from './admin-session';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 const UNAUTHORIZED_DETAIL = 'A valid admin credential is required: Authorization: Bearer <token>, or a console session';
@@ -87,6 +87,6 @@ export class AdminAuthGuard implements CanActivate {
     const presented = request.headers['x-csrf-token'];
     if (typeof presented === 'string' && tokensMatch(presented, csrfToken)) return true;
     const origin = request.headers.origin;
-    return typeof origin === 'string' && origin === `${request.protocol}://${request.host}`;
+    return typeof origin === 'string' && origin === publicOrigin(this.config.PUBLIC_URL, request);
   }
 }

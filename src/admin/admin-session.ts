@@ -40,3 +40,11 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 export function cookiesMustBeSecure(protocol: string, hostname: string): boolean {
   return protocol !== 'http' || !LOOPBACK_HOSTS.has(hostname);
 }
+
+/**
+ * Where browsers reach the gateway: PUBLIC_URL when it is set, otherwise what this request says (its
+ * scheme, behind trusted proxies the forwarded one, and its Host header).
+ */
+export function publicOrigin(publicUrl: string | undefined, request: { protocol: string; host: string }): string {
+  return publicUrl ?? `${request.protocol}://${request.host}`;
+}

@@ -64,6 +64,9 @@ describe('loadConfig', () => {
     [{ PGPORT: '0' }, 'PGPORT must be an integer from 1 to 65535 (got "0")'],
     [{ OUTBOUND_WEBHOOKS_LEASE_SECONDS: '111' }, 'OUTBOUND_WEBHOOKS_LEASE_SECONDS must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS (got "111")'],
     [{ OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'maybe' }, 'OUTBOUND_WEBHOOKS_ALLOW_PRIVATE must be true or false (got "maybe")'],
+    ...['https://gateway.example.com/', 'https://gateway.example.com/console', 'http://gateway.example.com', 'gateway.example.com'].map(
+      (url): [Record<string, string>, string] => [{ PUBLIC_URL: url }, 'PUBLIC_URL must be an origin such as https://gateway.example.com (no path; http:// only for a loopback address)'],
+    ),
     [
       { OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '30' },
       'OUTBOUND_WEBHOOKS_LEASE_SECONDS must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS (got "30")',

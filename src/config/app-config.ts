@@ -213,6 +213,15 @@ export class AppConfig {
   @IntInRange(0, 300)
   SHUTDOWN_DELAY_SECONDS = 0;
 
+  /**
+   * The address browsers and the SSO provider reach the gateway at (`https://gateway.example.com`), behind
+   * a proxy that may not pass the Host header on: the SSO redirect_uri and the console's origin check use
+   * it instead of the Host of each request.
+   */
+  @IsOptional()
+  @IsString()
+  PUBLIC_URL?: string;
+
   /** Console sign-in by OpenID Connect when the issuer, client id and client secret are all set. */
   @IsOptional()
   @Matches(/^https?:\/\/\S+$/, { message: 'must be an http:// or https:// URL' })
@@ -337,6 +346,15 @@ function oidcProblems(config: AppConfig): string[] {
   return [];
 }
 
+/** A scheme, a host and maybe a port, nothing more; HTTPS unless on this machine. */
+function isOrigin(value: string): boolean {
+  try {
+    return isHttpsOrLoopback(value) && new URL(value).origin === value;
+  } catch {
+    return false;
+  }
+}
+
 function isHttpsOrLoopback(value: string): boolean {
   try {
     const url = new URL(value);
@@ -361,6 +379,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     problems.push('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');
   }
   problems.push(...oidcProblems(config));
+  if (config.PUBLIC_URL !== undefined && !isOrigin(config.PUBLIC_URL)) {
+    problems.push('PUBLIC_URL must be an origin such as https://gateway.example.com (no path; http:// only for a loopback address)');
+  }
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return config;
 }

@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { IncomingHttpHeaders, request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
   let databaseUrl: string;
   let db: Client;
   let baseUrl: string;
+  let issuer: string;
   let browser: Browser;
   let userDataDir: string;
 
@@ -85,7 +87,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
     const [gatewayPort, providerPort] = [await freePort(), await freePort()];
     baseUrl = `http://127.0.0.1:${gatewayPort}`;
     provider = spawnNode(['test/support/oidc-provider.mjs', String(providerPort), CLIENT_ID, CLIENT_SECRET, `${baseUrl}/admin/auth/callback`]);
-    const issuer = await waitFor(async () => /READY (\S+)/.exec(provider.output())?.[1] ?? (provider.child.exitCode !== null && 'exited'), 'the OpenID provider');
+    issuer = await waitFor(async () => /READY (\S+)/.exec(provider.output())?.[1] ?? (provider.child.exitCode !== null && 'exited'), 'the OpenID provider');
     if (issuer === 'exited') throw new Error(`the OpenID provider did not start: ${provider.output()}`);
 
     databaseUrl = await createTestDatabase();
@@ -294,6 +296,50 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       expect((await auditEntries('admin.signed_out')).find((e) => (e.actor as { adminId: string }).adminId === max.id)).toBeDefined();
     } finally {
       await context.close();
+    }
+  });
+
+  it('with PUBLIC_URL, names it as the redirect_uri and checks a write\u2019s origin against it, whatever the Host header says', async () => {
+    const publicUrl = 'https://gateway.example.com';
+    const port = await freePort();
+    const behindProxy = startGateway({
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN,
+      OIDC_ISSUER_URL: issuer,
+      OIDC_CLIENT_ID: CLIENT_ID,
+      OIDC_CLIENT_SECRET: CLIENT_SECRET,
+      PUBLIC_URL: publicUrl,
+    });
+    /** A request whose Host header is an attacker's name (fetch would not let a test set it). */
+    const send = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+      new Promise<{ status: number; headers: IncomingHttpHeaders }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, method, path, headers: { host: 'attacker.example', ...headers } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok || (behindProxy.child.exitCode !== null && Promise.reject(new Error(behindProxy.output()))), 'the second gateway');
+      const login = await send('GET', '/admin/auth/login');
+      expect(login.status).toBe(302);
+      expect(new URL(String(login.headers.location)).searchParams.get('redirect_uri')).toBe(`${publicUrl}/admin/auth/callback`);
+      expect(String(login.headers['set-cookie'])).toMatch(/; Secure/);
+
+      const lin = await newAdmin(`lin.${Date.now()}@example.com`, 'admin');
+      const cookie = 'public-url-session-cookie-0123456789abcdef';
+      await db.query(`INSERT INTO admin_sessions (admin_id, token_hash, csrf_token, expires_at) VALUES ($1, encode(sha256($2::bytea), 'hex'), 'csrf', now() + interval '1 hour')`, [lin.id, cookie]);
+      const post = (origin: string) =>
+        send('POST', '/admin/api-keys', { origin, cookie: `tdg_admin_session=${cookie}`, 'content-type': 'application/json' }, JSON.stringify({ source: 'public-url-test' }));
+      // The origin the Host header would make is not the console's; the configured one is.
+      expect((await post('http://attacker.example')).status).toBe(403);
+      expect((await post(publicUrl)).status).toBe(201);
+    } finally {
+      behindProxy.child.kill('SIGTERM');
+      await behindProxy.exited;
     }
   });
 
