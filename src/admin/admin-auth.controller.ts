@@ -40,7 +40,7 @@ export class AdminAuthController {
   @ApiExcludeEndpoint()
   async login(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.sso.enabled) throw new AppError('NOT_FOUND', 'Single sign-on is not configured');
-    const { url, state } = await this.sso.start(callbackUrl(this.appConfig.PUBLIC_URL, request));
+    const { url, state } = await this.sso.start(callbackUrl(this.appConfig.PUBLIC_URL, request), request.ip);
     await reply.header('Set-Cookie', loginCookie(state, isSecure(this.appConfig.PUBLIC_URL, request))).redirect(url, 302);
   }
 

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { randomBytes } from 'node:crypto';
+import { AppError } from '../common/app-error';
 import { generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token';
 import { AppConfig } from '../config/app-config';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -8,6 +9,9 @@ import { DataSource } from 'typeorm';
 import { AuditContext } from './admin-actor';
 import { AdminsRepository } from './admins.repository';
 import { AuditLogService } from './audit-log.service';
+
+/** Sign-ins under way (started, not finished, not expired: ten minutes) per address. */
+export const MAX_SIGN_INS_UNDER_WAY = 20;
 
 type OpenIdClient = typeof import('openid-client', { with: { 'resolution-mode': 'import' } });
 type Configuration = import('openid-client', { with: { 'resolution-mode': 'import' } }).Configuration;
@@ -44,12 +48,15 @@ export class AdminSsoService {
   }
 
   /** The provider's authorization URL for a new sign-in, and its `state` (which the browser's login cookie binds). */
-  async start(redirectUri: string): Promise<{ url: string; state: string }> {
+  async start(redirectUri: string, remoteAddress: string): Promise<{ url: string; state: string }> {
     const { lib, configuration } = await this.discover();
     const state = lib.randomState();
     const nonce = lib.randomNonce();
     const codeVerifier = lib.randomPKCECodeVerifier();
-    await this.admins.insertLogin({ state, nonce, codeVerifier });
+    // Anyone may start a sign-in, and each start is a row: an address gets only so many under way at once.
+    if (!(await this.admins.insertLogin({ state, nonce, codeVerifier, remoteAddress }, MAX_SIGN_INS_UNDER_WAY))) {
+      throw new AppError('RATE_LIMITED', 'Too many sign-ins started from this address; finish one or try again in a few minutes', undefined, { 'Retry-After': '60' });
+    }
     const url = lib.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri,
       scope: 'openid email',

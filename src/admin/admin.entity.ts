@@ -124,6 +124,11 @@ export class AdminOidcLoginEntity {
   @Column({ name: 'code_verifier', type: 'varchar', length: 128 })
   codeVerifier: string;
 
+  /** Who started it: the sign-ins under way per address are limited. */
+  @Index('idx_admin_oidc_logins_address')
+  @Column({ name: 'remote_address', type: 'varchar', length: 64, nullable: true })
+  remoteAddress: string | null;
+
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt: Date;
 }

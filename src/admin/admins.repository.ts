@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, IsNull, Repository } from 'typeorm';
+import { EntityManager, IsNull, Raw, Repository } from 'typeorm';
 import { AdminEntity, AdminOidcLoginEntity, AdminRole, AdminSessionEntity, AdminTokenEntity } from './admin.entity';
 
 export type NewAdmin = Pick<AdminEntity, 'email' | 'name' | 'role'>;
@@ -15,6 +15,9 @@ export interface AuthenticatedAdmin {
 
 /** A personal token's admin, and when the token itself expires (null: never). */
 export type AuthenticatedToken = AuthenticatedAdmin & { expiresAt: AdminTokenEntity['expiresAt'] };
+
+/** The advisory lock namespace of an address's sign-in starts (docs/architecture.md, "Locks"). */
+const SIGN_IN_LOCK_NAMESPACE = 7_340_220;
 
 /** A console session as a request authenticated by it sees it. */
 export type AuthenticatedSession = AuthenticatedAdmin & { sessionId: AdminSessionEntity['id']; csrfToken: AdminSessionEntity['csrfToken'] };
@@ -152,9 +155,18 @@ export class AdminsRepository {
     await tx.getRepository(AdminSessionEntity).update({ adminId, endedAt: IsNull() }, { endedAt: () => 'now()' });
   }
 
-  /** A sign-in under way, for ten minutes. */
-  async insertLogin(login: Pick<AdminOidcLoginEntity, 'state' | 'nonce' | 'codeVerifier'>): Promise<void> {
-    await this.logins.insert({ ...login, expiresAt: () => "now() + interval '10 minutes'" });
+  /**
+   * A sign-in under way, for ten minutes, unless its address has `maxLive` under way already: false then.
+   * The address's lock makes the count and the insert one step for concurrent starts.
+   */
+  async insertLogin(login: Pick<AdminOidcLoginEntity, 'state' | 'nonce' | 'codeVerifier' | 'remoteAddress'>, maxLive: number): Promise<boolean> {
+    return this.logins.manager.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(${SIGN_IN_LOCK_NAMESPACE}, hashtext($1))`, [login.remoteAddress]);
+      const live = await tx.getRepository(AdminOidcLoginEntity).countBy({ remoteAddress: login.remoteAddress ?? IsNull(), expiresAt: Raw((at) => `${at} > now()`) });
+      if (live >= maxLive) return false;
+      await tx.getRepository(AdminOidcLoginEntity).insert({ ...login, expiresAt: () => "now() + interval '10 minutes'" });
+      return true;
+    });
   }
 
   /** The sign-in `state` started, taken once (a second callback with the same state finds nothing); null for one never issued, used or expired. */

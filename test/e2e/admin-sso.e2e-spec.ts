@@ -343,6 +343,20 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
     }
   });
 
+  // Late in the file: it leaves this address without sign-ins for ten minutes.
+  it('lets one address have only 20 sign-ins under way: unauthenticated starts cannot fill the database', async () => {
+    const live = async () => (await db.query(`SELECT count(*)::int AS n FROM admin_oidc_logins WHERE expires_at > now()`)).rows[0].n as number;
+    const before = await live();
+    const starts = await Promise.all(Array.from({ length: 30 }, () => fetch(`${baseUrl}/admin/auth/login`, { redirect: 'manual' })));
+    const statuses = starts.map((res) => res.status);
+    expect(statuses.filter((status) => status === 302)).toHaveLength(20 - before);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(10 + before);
+    const refused = starts.find((res) => res.status === 429)!;
+    expect(refused.headers.get('retry-after')).toBe('60');
+    expect(await refused.json()).toMatchObject({ code: 'RATE_LIMITED' });
+    expect(await live()).toBe(20);
+  });
+
   it('never writes a session token, code or client secret to its log', () => {
     const log = gateway.output();
     expect(log).not.toContain(CLIENT_SECRET);

@@ -46,7 +46,7 @@ describe('AdminsRepository', () => {
     const token = await dataSource.transaction((tx) => admins.insertToken(tx, { adminId: admin.id, name: 'laptop', tokenHash, prefix: 'adm_tax_abcd', last4: 'wxyz', expiresAt: null }));
     expect(token).toMatchObject({ adminId: admin.id, revokedAt: null, lastUsedAt: null });
     expect(token).not.toHaveProperty('tokenHash');
-    expect(await admins.authenticateToken(tokenHash)).toEqual({ adminId: admin.id, email: admin.email, role: 'admin' });
+    expect(await admins.authenticateToken(tokenHash)).toEqual({ adminId: admin.id, email: admin.email, role: 'admin', expiresAt: null });
     const used = (await admins.tokensOf(admin.id))[0].lastUsedAt;
     expect(used).toEqual(expect.any(Date));
     await admins.authenticateToken(tokenHash);
@@ -78,17 +78,30 @@ describe('AdminsRepository', () => {
 
   it('takes a sign-in under way once, and not after it expired; purges what is over', async () => {
     const state = unique();
-    await admins.insertLogin({ state, nonce: 'n', codeVerifier: 'v' });
+    await admins.insertLogin({ state, nonce: 'n', codeVerifier: 'v', remoteAddress: '192.0.2.30' }, 20);
     expect(await admins.takeLogin(state)).toEqual({ nonce: 'n', codeVerifier: 'v' });
     expect(await admins.takeLogin(state)).toBeNull();
     const expired = unique();
-    await admins.insertLogin({ state: expired, nonce: 'n', codeVerifier: 'v' });
+    await admins.insertLogin({ state: expired, nonce: 'n', codeVerifier: 'v', remoteAddress: '192.0.2.30' }, 20);
     await m.check.query(`UPDATE admin_oidc_logins SET expires_at = now() - interval '1 second' WHERE state = $1`, [expired]);
     expect(await admins.takeLogin(expired)).toBeNull();
     const stale = unique();
-    await admins.insertLogin({ state: stale, nonce: 'n', codeVerifier: 'v' });
+    await admins.insertLogin({ state: stale, nonce: 'n', codeVerifier: 'v', remoteAddress: '192.0.2.30' }, 20);
     await m.check.query(`UPDATE admin_oidc_logins SET expires_at = now() - interval '1 second' WHERE state = $1`, [stale]);
     await admins.purge();
     expect((await m.check.query(`SELECT count(*)::int AS n FROM admin_oidc_logins WHERE state = $1`, [stale])).rows[0].n).toBe(0);
+  });
+
+  it('keeps at most the given number of sign-ins under way per address, exactly, however many start at once; expired ones do not count', async () => {
+    const start = (remoteAddress: string) => admins.insertLogin({ state: unique(), nonce: 'n', codeVerifier: 'v', remoteAddress }, 5);
+    const results = await Promise.all(Array.from({ length: 12 }, () => start('192.0.2.31')));
+    expect(results.filter(Boolean)).toHaveLength(5);
+    const under = async (address: string) => (await m.check.query(`SELECT count(*)::int AS n FROM admin_oidc_logins WHERE remote_address = $1`, [address])).rows[0].n;
+    expect(await under('192.0.2.31')).toBe(5);
+    // Another address has its own; an expired start frees a place.
+    expect(await start('192.0.2.32')).toBe(true);
+    await m.check.query(`UPDATE admin_oidc_logins SET expires_at = now() - interval '1 second' WHERE state IN (SELECT state FROM admin_oidc_logins WHERE remote_address = $1 LIMIT 1)`, ['192.0.2.31']);
+    expect(await start('192.0.2.31')).toBe(true);
+    expect(await start('192.0.2.31')).toBe(false);
   });
 });
