@@ -34,6 +34,11 @@ export class WebhookEndpointsRepository {
     return tx.getRepository(WebhookEndpointEntity).findOneByOrFail({ id });
   }
 
+  /** Whether an administrator has stopped an endpoint of `source` at `url`; the caller holds the source's lock. */
+  isStoppedByAdmin(tx: EntityManager, source: string, url: string): Promise<boolean> {
+    return tx.getRepository(WebhookEndpointEntity).existsBy({ source, url, disabledReason: 'admin' });
+  }
+
   /** A source's endpoints, oldest first. */
   list(source: string): Promise<WebhookEndpointEntity[]> {
     return this.endpoints.find({ where: { source }, order: { createdAt: 'ASC', id: 'ASC' } });

@@ -39,6 +39,7 @@ export class WebhookEndpointsService implements OnModuleInit {
     const url = await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
     // Counted under the source's lock, so parallel creations cannot pass the limit together.
     await this.endpoints.lockSource(tx, source);
+    if (await this.endpoints.isStoppedByAdmin(tx, source, url)) throw stoppedUrl();
     if ((await this.endpoints.count(tx, source)) >= MAX_ENDPOINTS_PER_SOURCE) {
       throw new AppError('VALIDATION_ERROR', `A source can register at most ${MAX_ENDPOINTS_PER_SOURCE} webhook endpoints`, [
         { field: 'url', message: `this source already has ${MAX_ENDPOINTS_PER_SOURCE} endpoints; delete one first` },
@@ -65,10 +66,15 @@ export class WebhookEndpointsService implements OnModuleInit {
     const url = dto.url === undefined ? undefined : await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
     if (!isUuid(id)) throw notFound();
     const updated = await this.dataSource.transaction(async (tx) => {
+      // A new URL is checked against the operator's stops under the source's lock, as a create is.
+      if (url !== undefined) await this.endpoints.lockSource(tx, source);
       const endpoint = await this.endpoints.findForUpdate(tx, id, source);
       if (!endpoint) throw notFound();
       if (dto.enabled !== undefined && endpoint.disabledReason === 'admin') {
         throw new AppError('INVALID_STATE_TRANSITION', 'The gateway operator disabled this endpoint; only they can enable it again');
+      }
+      if (url !== undefined && url !== endpoint.url && (endpoint.disabledReason === 'admin' || (await this.endpoints.isStoppedByAdmin(tx, source, url)))) {
+        throw stoppedUrl();
       }
       const changed = await this.endpoints.update(tx, id, { url, description: dto.description, eventTypes: dto.eventTypes, ...switched(dto.enabled, 'client') });
       // Deliveries that waited while it was disabled are due again.
@@ -88,6 +94,8 @@ export class WebhookEndpointsService implements OnModuleInit {
       isUuid(id) &&
       (await this.dataSource.transaction(async (tx) => {
         await this.endpoints.lockSource(tx, source);
+        // The operator's stop holds for the source and URL: deleting it would let the client register the URL anew.
+        if ((await this.endpoints.findForUpdate(tx, id, source))?.disabledReason === 'admin') throw stoppedUrl();
         if (!(await this.endpoints.delete(tx, source, id))) return false;
         await this.deliveries.deleteOfEndpoint(tx, id);
         return true;
@@ -130,6 +138,9 @@ export class WebhookEndpointsService implements OnModuleInit {
 }
 
 const notFound = () => new AppError('NOT_FOUND', 'No such webhook endpoint');
+/** A client's attempt to get round an operator's stop: deleting the stopped endpoint, moving it, or registering its URL again. */
+const stoppedUrl = () =>
+  new AppError('INVALID_STATE_TRANSITION', 'The gateway operator stopped pushes to this URL for this source; only they can lift the stop, so it cannot be deleted, moved or registered again until then');
 
 /**
  * Switching an endpoint on or off (undefined: neither): off records `reason`; on clears it and starts

@@ -276,6 +276,31 @@ describe('administrators', () => {
       expect((await client('PATCH', { description: 'still editable' })).statusCode).toBe(200);
       expect((await client('GET')).json()).toMatchObject({ enabled: false, disabledReason: 'admin', description: 'still editable' });
 
+      // Nor round it: the stop holds for the source and the URL, through a delete, a new registration or a move.
+      const endpointsBefore = await count('webhook_endpoints');
+      const apiCall = (method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
+        t.app.inject({ method, url, headers: { 'x-api-key': key.key, 'x-idempotency-key': newIdempotencyKey() }, payload });
+      const other = await apiCall('POST', '/api/v1/webhook-endpoints', { url: `${receiver.url}/other` });
+      expect(other.statusCode).toBe(201);
+      for (const [method, url, payload] of [
+        ['DELETE', `/api/v1/webhook-endpoints/${endpoint.id}`],
+        ['POST', '/api/v1/webhook-endpoints', { url: receiver.url }],
+        ['PATCH', `/api/v1/webhook-endpoints/${other.json().id}`, { url: receiver.url }],
+        ['PATCH', `/api/v1/webhook-endpoints/${endpoint.id}`, { url: `${receiver.url}/elsewhere` }],
+      ] as const) {
+        const refused = await apiCall(method, url, payload);
+        expect([method, url, refused.statusCode, refused.json().code, refused.json().detail]).toEqual([
+          method,
+          url,
+          409,
+          'INVALID_STATE_TRANSITION',
+          expect.stringMatching(/^The gateway operator stopped pushes to this URL for this source; only they can lift the stop/),
+        ]);
+      }
+      expect(await count('webhook_endpoints')).toBe(endpointsBefore + 1);
+      expect((await client('GET')).json()).toMatchObject({ enabled: false, disabledReason: 'admin', url: receiver.url });
+      expect((await apiCall('DELETE', `/api/v1/webhook-endpoints/${other.json().id}`)).statusCode).toBe(204);
+
       const resumed = await as(token, 'PATCH', `/admin/webhook-endpoints/${endpoint.id}`, { enabled: true });
       expect(resumed.json()).toMatchObject({ enabled: true, disabledReason: null });
       expect((await as(token, 'PATCH', `/admin/webhook-endpoints/${endpoint.id}`, { enabled: 'no' })).statusCode).toBe(422);
