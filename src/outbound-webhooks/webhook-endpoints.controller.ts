@@ -41,10 +41,10 @@ export class WebhookEndpointsController {
     summary: 'Register a webhook endpoint',
     description:
       "Every later feed event of the source whose type the endpoint subscribes to (`eventTypes`, absent: all) is POSTed to it, signed per Standard Webhooks with the `secret` of this answer, which is not shown by any GET. " +
-      `${URL_RULES} At most 10 endpoints per source (422).`,
+      `${URL_RULES} At most 10 endpoints per source (422). A URL the gateway operator stopped for this source cannot be registered again until they lift the stop (409).`,
   })
   @ApiCreatedResponse({ type: WebhookEndpointWithSecretDto, links: ENDPOINT_LINKS })
-  @ApiProblems('VALIDATION_ERROR')
+  @ApiProblems('INVALID_STATE_TRANSITION', 'VALIDATION_ERROR')
   create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto, @IdempotencyTransaction() tx: EntityManager): Promise<WebhookEndpointWithSecretDto> {
     return this.endpoints.create(tx, key.source, body);
   }
@@ -69,7 +69,7 @@ export class WebhookEndpointsController {
   @ApiOperation({
     operationId: 'updateWebhookEndpoint',
     summary: 'Change a webhook endpoint',
-    description: `Any of url, description (null clears it), eventTypes and enabled. \`enabled: false\` stops deliveries (\`disabledReason: "client"\`); \`enabled: true\` resumes them and clears any \`disabledReason\`, except \`"admin"\`: an endpoint the gateway's operator stopped only they can enable (409). ${URL_RULES}`,
+    description: `Any of url, description (null clears it), eventTypes and enabled. \`enabled: false\` stops deliveries (\`disabledReason: "client"\`); \`enabled: true\` resumes them and clears any \`disabledReason\`, except \`"admin"\`: an endpoint the gateway's operator stopped only they can enable, and its url cannot change, nor another endpoint's url become its url (409). ${URL_RULES}`,
   })
   @ENDPOINT_ID
   @ApiOkResponse({ type: WebhookEndpointResponseDto })
@@ -80,10 +80,14 @@ export class WebhookEndpointsController {
 
   @Delete(':id')
   @HttpCode(204)
-  @ApiOperation({ operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint', description: 'Its pending deliveries are dropped and its delivery log goes with it.' })
+  @ApiOperation({
+    operationId: 'deleteWebhookEndpoint',
+    summary: 'Delete a webhook endpoint',
+    description: 'Its pending deliveries are dropped and its delivery log goes with it. One the gateway operator stopped stays until they lift the stop (409).',
+  })
   @ENDPOINT_ID
   @ApiNoContentResponse({ description: 'Deleted' })
-  @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')
+  @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'VALIDATION_ERROR')
   remove(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string): Promise<void> {
     return this.endpoints.remove(key.source, id);
   }

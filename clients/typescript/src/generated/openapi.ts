@@ -656,7 +656,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Every later feed event of the source whose type the endpoint subscribes to (`eventTypes`, absent: all) is POSTed to it, signed per Standard Webhooks with the `secret` of this answer, which is not shown by any GET. `url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to). At most 10 endpoints per source (422).
+         * @description Every later feed event of the source whose type the endpoint subscribes to (`eventTypes`, absent: all) is POSTed to it, signed per Standard Webhooks with the `secret` of this answer, which is not shown by any GET. `url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to). At most 10 endpoints per source (422). A URL the gateway operator stopped for this source cannot be registered again until they lift the stop (409).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -681,14 +681,14 @@ export interface paths {
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description Its pending deliveries are dropped and its delivery log goes with it.
+         * @description Its pending deliveries are dropped and its delivery log goes with it. One the gateway operator stopped stays until they lift the stop (409).
          */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Any of url, description (null clears it), eventTypes and enabled. `enabled: false` stops deliveries (`disabledReason: "client"`); `enabled: true` resumes them and clears any `disabledReason`, except `"admin"`: an endpoint the gateway's operator stopped only they can enable (409). `url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to).
+         * @description Any of url, description (null clears it), eventTypes and enabled. `enabled: false` stops deliveries (`disabledReason: "client"`); `enabled: true` resumes them and clears any `disabledReason`, except `"admin"`: an endpoint the gateway's operator stopped only they can enable, and its url cannot change, nor another endpoint's url become its url (409). `url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to).
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -5074,11 +5074,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
-            /** @description IDEMPOTENCY_KEY_IN_USE */
+            /** @description INVALID_STATE_TRANSITION | IDEMPOTENCY_KEY_IN_USE */
             409: {
                 headers: {
                     /** @description IDEMPOTENCY_KEY_IN_USE: retry after 1 second */
-                    "Retry-After": number;
+                    "Retry-After"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
@@ -5274,6 +5274,16 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description INVALID_STATE_TRANSITION */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
