@@ -86,7 +86,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
     const executablePath = requireChromium('admin single sign-on');
     const [gatewayPort, providerPort] = [await freePort(), await freePort()];
     baseUrl = `http://127.0.0.1:${gatewayPort}`;
-    provider = spawnNode(['test/support/oidc-provider.mjs', String(providerPort), CLIENT_ID, CLIENT_SECRET, `${baseUrl}/admin/auth/callback`]);
+    provider = spawnNode(['scripts/local-oidc-provider.mjs', String(providerPort), CLIENT_ID, CLIENT_SECRET, `${baseUrl}/admin/auth/callback`]);
     issuer = await waitFor(async () => /READY (\S+)/.exec(provider.output())?.[1] ?? (provider.child.exitCode !== null && 'exited'), 'the OpenID provider');
     if (issuer === 'exited') throw new Error(`the OpenID provider did not start: ${provider.output()}`);
 
