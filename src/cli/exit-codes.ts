@@ -84,7 +84,7 @@ function databaseDetail(error: unknown): string | null {
   const failure = databaseFailureOf(error);
   if (!failure) return null;
   // The CLI's commands change things: after a lost answer, the operator looks before running one again.
-  if (failure !== 'unreachable') return databaseFailureDetail(failure, 'admin_write');
+  if (failure !== 'unreachable') return databaseFailureDetail(failure, 'unkeyed_write');
   // Never the URL: it may carry the password.
   const code = (error as { code?: unknown }).code;
   return `The database could not be reached${typeof code === 'string' ? ` (${code})` : ''}; check DATABASE_URL, the PG* variables or DATA_DIR`;

@@ -22,13 +22,14 @@ export const DATABASE_FAILURES: Record<DatabaseFailure, { cause: string; outcome
 };
 
 /** What kind of request failed: what a retry of it does depends on it. */
-export type RequestKind = 'read' | 'api_write' | 'bank_webhook' | 'admin_write';
+export type RequestKind = 'read' | 'api_write' | 'bank_webhook' | 'unkeyed_write';
 
 export function requestKindOf(method: string, path: string): RequestKind {
   if (method === 'GET' || method === 'HEAD') return 'read';
-  if (path.startsWith('/admin')) return 'admin_write';
   if (path.startsWith('/api/webhooks/')) return 'bank_webhook'; // the bank's callbacks (BANK_WEBHOOK_PATH)
-  return 'api_write';
+  // Only the API's POSTs carry an idempotency key to retry with; any other change is looked at first.
+  if (path.startsWith('/api/') && method === 'POST') return 'api_write';
+  return 'unkeyed_write';
 }
 
 /** After an unknown outcome: whether trying again is safe, by kind of request. */
@@ -36,7 +37,7 @@ const UNKNOWN_OUTCOME: Record<RequestKind, string> = {
   read: 'try again shortly',
   api_write: 'it may have been saved; retrying with the same X-Idempotency-Key is safe',
   bank_webhook: 'it may have been saved; sending the event again with the same eventId is safe',
-  admin_write: 'the change may have been made; look before trying again',
+  unkeyed_write: 'the change may have been made; look before trying again',
 };
 
 /** The 503's detail: the cause, then no more than the gateway knows of what was saved. */

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
-import { configuredSecrets, urlRedactor } from '../logging/redact-url';
+import { urlRedactorFor } from '../logging/redact-url';
 import { AppError } from './app-error';
 import { asDatabaseUnavailable, DatabaseUnavailable, describeFailure, requestKindOf } from './database-failure';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
@@ -21,7 +21,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly redactUrl: (url: string) => string;
 
   constructor(config: AppConfig) {
-    this.redactUrl = urlRedactor(configuredSecrets(config));
+    this.redactUrl = urlRedactorFor(config);
   }
 
   catch(thrown: unknown, host: ArgumentsHost): void {

@@ -85,6 +85,8 @@ describe('databaseFailureOf', () => {
     ['POST', '/api/v1/documents', 'The database did not answer in time; it may have been saved; retrying with the same X-Idempotency-Key is safe'],
     ['POST', '/api/webhooks/payments/bank', 'The database did not answer in time; it may have been saved; sending the event again with the same eventId is safe'],
     ['PATCH', '/admin/admins/x', 'The database did not answer in time; the change may have been made; look before trying again'],
+    // The API's PATCH and DELETE take no idempotency key: look first, as on /admin.
+    ['DELETE', '/api/v1/webhook-endpoints/x', 'The database did not answer in time; the change may have been made; look before trying again'],
   ])('after statements were sent and no answer came, says only what is known: %s %s', (method, path, detail) => {
     const error = asDatabaseUnavailable(new Error('Query read timeout'));
     expect(toProblem(error, path, 'r', requestKindOf(method, path)).body.detail).toBe(detail);

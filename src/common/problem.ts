@@ -74,7 +74,7 @@ function classify(error: unknown, kind: RequestKind): { code: ErrorCode; detail:
  * Turns any thrown value into the one error shape (README, "Errors"), without internals. `kind` words a
  * database failure's outcome; without it, the answer assumes a change may have been made.
  */
-export function toProblem(error: unknown, instance: string, requestId: string, kind: RequestKind = 'admin_write'): Problem {
+export function toProblem(error: unknown, instance: string, requestId: string, kind: RequestKind = 'unkeyed_write'): Problem {
   const { code, detail, errors, headers = {} } = classify(error, kind);
   const status = ERROR_STATUS[code];
   const extraHeaders = { ...headers };

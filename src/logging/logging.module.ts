@@ -4,7 +4,7 @@ import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream, Level, Logger, LoggerOptions as Options } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { AppLogger } from './app-logger';
-import { configuredSecrets, urlRedactor } from './redact-url';
+import { urlRedactorFor } from './redact-url';
 
 /** Headers that carry secrets; they are censored even if the serializers below are ever loosened. */
 export const REDACTED_PATHS = [
@@ -15,7 +15,7 @@ export const REDACTED_PATHS = [
 ];
 
 function pinoOptions(config: AppConfig): Options {
-  const redactUrl = urlRedactor(configuredSecrets(config));
+  const redactUrl = urlRedactorFor(config);
   return {
     level: config.LOG_LEVEL,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },

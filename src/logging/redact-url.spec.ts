@@ -26,6 +26,9 @@ describe('urlRedactor', () => {
     ['the ADMIN_TOKEN as a bare parameter, + for spaces', `/admin/me?${ADMIN.replace(/ /g, '+')}`, '/admin/me?[redacted]'],
     ['the ADMIN_TOKEN inside a value', `/admin/me?q=x${encodeURIComponent(ADMIN)}y`, '/admin/me?q=[redacted]'],
     ['another configured secret as a parameter name', '/metrics?metrics-token-42', '/metrics?[redacted]'],
+    ['after a malformed escape', `/admin/me?q=%zz${encodeURIComponent(ADMIN)}`, '/admin/me?q=[redacted]'],
+    ['beside a lone byte of a character', `/nope/%E0${encodeURIComponent(key).replace(/_/g, '%5F')}`, '/nope/[redacted]'],
+    ['encoded twice', `/admin/me?q=${encodeURIComponent(encodeURIComponent(ADMIN))}`, '/admin/me?q=[redacted]'],
   ])('redacts a secret %s', (_where, url, logged) => {
     expect(redactUrl(url)).toBe(logged);
   });

@@ -19,13 +19,29 @@ export function configuredSecrets(config: AppConfig): string[] {
   return values.filter((value): value is string => typeof value === 'string' && value.length >= SHORTEST_SECRET);
 }
 
+/**
+ * A part as it may be read: its valid percent-escapes decoded run by run (a stray `%zz` or a lone byte of
+ * a character does not stop the rest being decoded), three times over for double encoding.
+ */
 function decoded(part: string, plusIsSpace: boolean): string {
-  const text = plusIsSpace ? part.replace(/\+/g, ' ') : part;
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text; // Judged as sent.
+  let text = plusIsSpace ? part.replace(/\+/g, ' ') : part;
+  for (let round = 0; round < 3 && text.includes('%'); round += 1) {
+    const next = text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => (Number.parseInt(hex, 16) < 0x80 ? String.fromCharCode(Number.parseInt(hex, 16)) : escape));
+      }
+    });
+    if (next === text) break;
+    text = next;
   }
+  return text;
+}
+
+/** The URL redactor for this configuration: the one rule for log lines and problem bodies. */
+export function urlRedactorFor(config: AppConfig): (url: string) => string {
+  return urlRedactor(configuredSecrets(config));
 }
 
 /**

@@ -149,6 +149,13 @@ describe('security review findings', () => {
         expect({ url, refused: res.statusCode >= 400 }).toEqual({ url, refused: true });
         for (const secret of [key, encoded, TEST_ADMIN_TOKEN, admin]) expect(res.body).not.toContain(secret);
       }
+      // A refusal the idempotency record keeps (and replays) names the path redacted too.
+      const idempotencyKey = newIdempotencyKey();
+      const cancel = () =>
+        t.app.inject({ method: 'POST', url: `/api/v1/documents/${key}/cancel`, headers: { 'x-api-key': key, 'x-idempotency-key': idempotencyKey, 'content-type': 'application/json' }, payload: '{}' });
+      const [first, replayed] = [await cancel(), await cancel()];
+      expect([first.statusCode, replayed.statusCode, replayed.headers['idempotent-replayed']]).toEqual([404, 404, 'true']);
+      for (const res of [first, replayed]) expect(res.json().instance).toBe('/api/v1/documents/[redacted]/cancel');
       const logged = t.logs();
       for (const secret of [key, key.slice(7), encoded, TEST_ADMIN_TOKEN, admin]) expect(logged).not.toContain(secret);
       // Each request was logged (a 4xx is a warning), with what was not secret kept.
