@@ -17,7 +17,7 @@ export interface AdminPrincipal {
   role: AdminRole;
   /** A console session's id and the CSRF token its page sends with every write. */
   session?: { id: string; csrfToken: string };
-  /** When the personal token making the request expires: nothing it makes may outlive it. Absent otherwise. */
+  /** When the personal token making the request expires: no admin token it makes may outlive it. Absent otherwise. */
   tokenExpiresAt?: Date | null;
 }
 

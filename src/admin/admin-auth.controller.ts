@@ -83,6 +83,7 @@ function callbackUrl(publicUrl: string | undefined, request: FastifyRequest): st
 }
 
 function isSecure(publicUrl: string | undefined, request: FastifyRequest): boolean {
-  const origin = new URL(publicOrigin(publicUrl, request));
+  if (!publicUrl) return cookiesMustBeSecure(request.protocol, request.hostname);
+  const origin = new URL(publicUrl);
   return cookiesMustBeSecure(origin.protocol.replace(':', ''), origin.hostname);
 }

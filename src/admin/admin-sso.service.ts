@@ -54,8 +54,9 @@ export class AdminSsoService {
     const nonce = lib.randomNonce();
     const codeVerifier = lib.randomPKCECodeVerifier();
     // Anyone may start a sign-in, and each start is a row: an address gets only so many under way at once.
-    if (!(await this.admins.insertLogin({ state, nonce, codeVerifier, remoteAddress }, MAX_SIGN_INS_UNDER_WAY))) {
-      throw new AppError('RATE_LIMITED', 'Too many sign-ins started from this address; finish one or try again in a few minutes', undefined, { 'Retry-After': '60' });
+    const start = await this.admins.insertLogin({ state, nonce, codeVerifier, remoteAddress }, MAX_SIGN_INS_UNDER_WAY);
+    if (!start.started) {
+      throw new AppError('RATE_LIMITED', 'Too many sign-ins started from this address; finish one or try again later', undefined, { 'Retry-After': String(start.secondsLeft) });
     }
     const url = lib.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri,

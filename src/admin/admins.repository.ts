@@ -159,13 +159,20 @@ export class AdminsRepository {
    * A sign-in under way, for ten minutes, unless its address has `maxLive` under way already: false then.
    * The address's lock makes the count and the insert one step for concurrent starts.
    */
-  async insertLogin(login: Pick<AdminOidcLoginEntity, 'state' | 'nonce' | 'codeVerifier' | 'remoteAddress'>, maxLive: number): Promise<boolean> {
+  async insertLogin(login: Pick<AdminOidcLoginEntity, 'state' | 'nonce' | 'codeVerifier'> & { remoteAddress: string }, maxLive: number): Promise<{ started: true } | { started: false; secondsLeft: number }> {
     return this.logins.manager.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(${SIGN_IN_LOCK_NAMESPACE}, hashtext($1))`, [login.remoteAddress]);
-      const live = await tx.getRepository(AdminOidcLoginEntity).countBy({ remoteAddress: login.remoteAddress ?? IsNull(), expiresAt: Raw((at) => `${at} > now()`) });
-      if (live >= maxLive) return false;
+      const live = { remoteAddress: login.remoteAddress, expiresAt: Raw((at) => `${at} > now()`) };
+      if ((await tx.getRepository(AdminOidcLoginEntity).countBy(live)) >= maxLive) {
+        // A place frees when the oldest start under way expires.
+        const [{ seconds }] = await tx.query<Array<{ seconds: number }>>(
+          `SELECT ceil(extract(epoch FROM min(expires_at) - now()))::int AS seconds FROM admin_oidc_logins WHERE remote_address = $1 AND expires_at > now()`,
+          [login.remoteAddress],
+        );
+        return { started: false, secondsLeft: Math.max(1, seconds ?? 1) };
+      }
       await tx.getRepository(AdminOidcLoginEntity).insert({ ...login, expiresAt: () => "now() + interval '10 minutes'" });
-      return true;
+      return { started: true };
     });
   }
 

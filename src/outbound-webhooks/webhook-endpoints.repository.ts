@@ -69,6 +69,19 @@ export class WebhookEndpointsRepository {
     return tx.getRepository(WebhookEndpointEntity).findOneByOrFail({ id });
   }
 
+  /**
+   * The same switch for the endpoints of `source` at `url`, all of them or (`stoppedOnly`) those an
+   * administrator stopped; the caller holds the source's lock.
+   */
+  async switchAllAt(tx: EntityManager, at: { source: string; url: string; stoppedOnly: boolean }, change: Pick<EndpointChange, 'enabled' | 'disabledReason' | 'failingSince'>): Promise<void> {
+    const given = Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
+    await tx.getRepository(WebhookEndpointEntity).update({ source: at.source, url: at.url, ...(at.stoppedOnly ? { disabledReason: 'admin' as const } : {}) }, given);
+  }
+
+  findOrFail(tx: EntityManager, id: string): Promise<WebhookEndpointEntity> {
+    return tx.getRepository(WebhookEndpointEntity).findOneByOrFail({ id });
+  }
+
   /** False when there was none. The caller holds the source's lock and deletes the endpoint's deliveries with it. */
   async delete(tx: EntityManager, source: string, id: string): Promise<boolean> {
     const { affected } = await tx.getRepository(WebhookEndpointEntity).delete({ id, source });

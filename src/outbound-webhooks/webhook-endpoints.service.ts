@@ -122,9 +122,18 @@ export class WebhookEndpointsService implements OnModuleInit {
    * `tx`, where the caller records who did it.
    */
   async setEnabledByAdmin(tx: EntityManager, id: string, enabled: boolean): Promise<AdminWebhookEndpointDto> {
-    const endpoint = isUuid(id) ? await this.endpoints.findForUpdate(tx, id) : null;
+    const found = isUuid(id) ? await this.endpoints.findById(id, tx) : null;
+    if (!found) throw notFound();
+    // The source's lock first, as a client's create or move takes it, then the row: no copy of the URL can
+    // be registered or moved in between. The stop (and lifting it) holds for every endpoint of the source at
+    // that URL, so one registered twice beforehand does not keep receiving.
+    await this.endpoints.lockSource(tx, found.source);
+    const endpoint = await this.endpoints.findForUpdate(tx, id);
     if (!endpoint) throw notFound();
-    const changed = await this.endpoints.update(tx, id, switched(enabled, 'admin'));
+    if (enabled) await this.endpoints.update(tx, id, switched(true, 'admin'));
+    // Stopping reaches every endpoint at the URL; lifting, only those an administrator stopped (a client's own pause stays).
+    await this.endpoints.switchAllAt(tx, { source: endpoint.source, url: endpoint.url, stoppedOnly: enabled }, switched(enabled, 'admin'));
+    const changed = await this.endpoints.findOrFail(tx, id);
     if (changed.enabled && !endpoint.enabled) afterCommit(tx, () => this.worker.announce());
     return { source: changed.source, ...toEndpointResponse(changed) };
   }

@@ -352,7 +352,9 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
     expect(statuses.filter((status) => status === 302)).toHaveLength(20 - before);
     expect(statuses.filter((status) => status === 429)).toHaveLength(10 + before);
     const refused = starts.find((res) => res.status === 429)!;
-    expect(refused.headers.get('retry-after')).toBe('60');
+    // When the oldest of the 20 expires: within the ten minutes a sign-in lives.
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(600);
     expect(await refused.json()).toMatchObject({ code: 'RATE_LIMITED' });
     expect(await live()).toBe(20);
   });

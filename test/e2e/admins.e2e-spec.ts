@@ -262,14 +262,17 @@ describe('administrators', () => {
       expect((await as(token, 'POST', '/admin/api-keys', { source: key.source })).statusCode).toBe(403);
 
       const endpoint = await registerEndpoint(key);
+      // The same URL registered twice beforehand: the stop reaches both.
+      const twin = await registerEndpoint(key);
       const stopped = await as(token, 'PATCH', `/admin/webhook-endpoints/${endpoint.id}`, { enabled: false });
       expect(stopped.statusCode).toBe(200);
       expect(stopped.json()).toMatchObject({ id: endpoint.id, source: key.source, enabled: false, disabledReason: 'admin' });
       expect(JSON.stringify(stopped.json())).not.toContain(endpoint.secret);
 
-      const client = (method: 'GET' | 'PATCH', payload?: object) =>
-        t.app.inject({ method, url: `/api/v1/webhook-endpoints/${endpoint.id}`, headers: { 'x-api-key': key.key }, payload });
+      const client = (method: 'GET' | 'PATCH', payload?: object, id = endpoint.id) =>
+        t.app.inject({ method, url: `/api/v1/webhook-endpoints/${id}`, headers: { 'x-api-key': key.key }, payload });
       expect((await client('GET')).json()).toMatchObject({ enabled: false, disabledReason: 'admin' });
+      expect((await client('GET', undefined, twin.id)).json()).toMatchObject({ enabled: false, disabledReason: 'admin' });
       const clientTry = await client('PATCH', { enabled: true });
       expect(clientTry.statusCode).toBe(409);
       expect(clientTry.json().code).toBe('INVALID_STATE_TRANSITION');
@@ -303,6 +306,8 @@ describe('administrators', () => {
 
       const resumed = await as(token, 'PATCH', `/admin/webhook-endpoints/${endpoint.id}`, { enabled: true });
       expect(resumed.json()).toMatchObject({ enabled: true, disabledReason: null });
+      expect((await client('GET', undefined, twin.id)).json()).toMatchObject({ enabled: true, disabledReason: null });
+      expect((await apiCall('DELETE', `/api/v1/webhook-endpoints/${twin.id}`)).statusCode).toBe(204);
       expect((await as(token, 'PATCH', `/admin/webhook-endpoints/${endpoint.id}`, { enabled: 'no' })).statusCode).toBe(422);
       expect((await as(token, 'PATCH', '/admin/webhook-endpoints/00000000-0000-4000-8000-000000000000', { enabled: false })).statusCode).toBe(404);
 

@@ -106,6 +106,17 @@ describe('security review findings', () => {
       }
       expect(t.logs()).not.toContain('OUTBOUND_WEBHOOKS_ALLOW_PRIVATE');
     });
+
+    it('warns at start when ADMIN_TOKEN is shorter than 32 characters (the lockout never refuses the right one), and only then', async () => {
+      const short = await startTestApp({ databaseUrl: t.databaseUrl, env: { ADMIN_TOKEN: 'sixteen-chars-ok' } });
+      try {
+        expect(short.logs()).toMatch(/"level":40[^\n]*ADMIN_TOKEN has fewer than 32 characters/);
+        expect(short.logs()).not.toContain('sixteen-chars-ok');
+      } finally {
+        await short.close();
+      }
+      expect(t.logs()).not.toContain('ADMIN_TOKEN has fewer');
+    });
   });
 
   describe('logs and methods', () => {

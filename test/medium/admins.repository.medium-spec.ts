@@ -95,13 +95,17 @@ describe('AdminsRepository', () => {
   it('keeps at most the given number of sign-ins under way per address, exactly, however many start at once; expired ones do not count', async () => {
     const start = (remoteAddress: string) => admins.insertLogin({ state: unique(), nonce: 'n', codeVerifier: 'v', remoteAddress }, 5);
     const results = await Promise.all(Array.from({ length: 12 }, () => start('192.0.2.31')));
-    expect(results.filter(Boolean)).toHaveLength(5);
+    expect(results.filter((r) => r.started)).toHaveLength(5);
+    expect(results.find((r) => !r.started)).toEqual({ started: false, secondsLeft: expect.any(Number) });
     const under = async (address: string) => (await m.check.query(`SELECT count(*)::int AS n FROM admin_oidc_logins WHERE remote_address = $1`, [address])).rows[0].n;
     expect(await under('192.0.2.31')).toBe(5);
     // Another address has its own; an expired start frees a place.
-    expect(await start('192.0.2.32')).toBe(true);
+    expect((await start('192.0.2.32')).started).toBe(true);
     await m.check.query(`UPDATE admin_oidc_logins SET expires_at = now() - interval '1 second' WHERE state IN (SELECT state FROM admin_oidc_logins WHERE remote_address = $1 LIMIT 1)`, ['192.0.2.31']);
-    expect(await start('192.0.2.31')).toBe(true);
-    expect(await start('192.0.2.31')).toBe(false);
+    expect((await start('192.0.2.31')).started).toBe(true);
+    // Refused, it says when the oldest start under way expires: within its ten minutes.
+    const refused = await start('192.0.2.31');
+    expect(refused.started).toBe(false);
+    expect(!refused.started && refused.secondsLeft > 0 && refused.secondsLeft <= 600).toBe(true);
   });
 });
