@@ -280,7 +280,7 @@ describe('admin REST endpoints', () => {
         ['api_key.created', created.id, source, '192.0.2.7'],
       ]);
       for (const entry of data) {
-        expect(Object.keys(entry).sort()).toEqual(['action', 'actor', 'createdAt', 'id', 'keyId', 'remoteAddress', 'source', 'targetId', 'targetType']);
+        expect(Object.keys(entry).sort()).toEqual(['action', 'actor', 'changes', 'createdAt', 'id', 'keyId', 'remoteAddress', 'source', 'targetId', 'targetType']);
         // ADMIN_TOKEN is the break-glass credential: it names no person.
         expect(entry.actor).toEqual({ type: 'bootstrap', adminId: null, email: null });
         expect(entry).toMatchObject({ targetType: 'api_key', targetId: entry.keyId });
