@@ -77,7 +77,7 @@ export class AdminAuthController {
   }
 }
 
-/** Where the provider sends the browser back: this gateway as the browser reached it (behind trusted proxies, as they say). */
+/** Where the provider sends the browser back: PUBLIC_URL, else this gateway as the browser reached it (behind trusted proxies, as they say). */
 function callbackUrl(publicUrl: string | undefined, request: FastifyRequest): string {
   return `${publicOrigin(publicUrl, request)}/admin/auth/callback`;
 }

@@ -156,8 +156,9 @@ export class AdminsRepository {
   }
 
   /**
-   * A sign-in under way, for ten minutes, unless its address has `maxLive` under way already: false then.
-   * The address's lock makes the count and the insert one step for concurrent starts.
+   * A sign-in under way, for ten minutes, unless its address has `maxLive` under way already: then not
+   * started, with the seconds until a place frees. The address's lock makes the count and the insert one
+   * step for concurrent starts.
    */
   async insertLogin(login: Pick<AdminOidcLoginEntity, 'state' | 'nonce' | 'codeVerifier'> & { remoteAddress: string }, maxLive: number): Promise<{ started: true } | { started: false; secondsLeft: number }> {
     return this.logins.manager.transaction(async (tx) => {
