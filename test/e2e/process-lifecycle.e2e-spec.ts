@@ -39,7 +39,11 @@ async function embeddedClient(dataDir: string): Promise<Client> {
 describe('the gateway process', () => {
   const running: Spawned[] = [];
   // Generated secrets go to DATA_DIR: a directory of the test's own unless the test names one, never the checkout.
-  const scratch = mkdtempSync(join(tmpdir(), 'gateway-lifecycle-'));
+  // Made when the tests run, not when the file is loaded: a run that skips them (-t) leaves nothing behind.
+  let scratch: string;
+  beforeAll(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'gateway-lifecycle-'));
+  });
   afterAll(() => removeDataDir(scratch));
   const launch = (env: NodeJS.ProcessEnv, ownProcessGroup = false) => {
     const spawned = startGateway({ DATA_DIR: scratch, ...env }, ownProcessGroup);
