@@ -1,7 +1,6 @@
 import { Controller, Get, Post, Type } from '@nestjs/common';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import { AppConfig } from '../config/app-config';
 import { IdempotencyCoverage } from './idempotency-coverage';
 import { Idempotent } from './idempotency.interceptor';
 import { IdempotencyService } from './idempotency.service';
@@ -36,7 +35,7 @@ class BareController {
 
 /** The routes as the application registers them, on Fastify, with the coverage watching. */
 async function coverageOf(...controllers: Type[]): Promise<IdempotencyCoverage> {
-  const moduleRef = await Test.createTestingModule({ controllers, providers: [{ provide: IdempotencyService, useValue: {} }, { provide: AppConfig, useValue: new AppConfig() }] }).compile();
+  const moduleRef = await Test.createTestingModule({ controllers, providers: [{ provide: IdempotencyService, useValue: {} }] }).compile();
   const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
   const coverage = new IdempotencyCoverage();
   coverage.watch(app.getHttpAdapter().getInstance());

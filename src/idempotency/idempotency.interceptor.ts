@@ -4,8 +4,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { EntityManager } from 'typeorm';
 import { PROBLEM_CONTENT_TYPE } from '../common/problem';
-import { AppConfig } from '../config/app-config';
-import { urlRedactorFor } from '../logging/redact-url';
 import { requestFingerprint } from './fingerprint';
 import { Answer, IdempotencyService, IdempotentCall } from './idempotency.service';
 
@@ -26,15 +24,7 @@ declare module 'fastify' {
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
-  /** A stored refusal names the path as its `instance`, as the error filter does: with any key in it redacted. */
-  private readonly redactUrl: (url: string) => string;
-
-  constructor(
-    private readonly idempotency: IdempotencyService,
-    config: AppConfig,
-  ) {
-    this.redactUrl = urlRedactorFor(config);
-  }
+  constructor(private readonly idempotency: IdempotencyService) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<string> {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
@@ -45,7 +35,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       source: request.apiKey!.source,
       key,
       fingerprint: requestFingerprint(request.method, path, request.body),
-      instance: this.redactUrl(path),
+      instance: path,
       requestId: String(request.id),
     };
     return from(this.answer(call, request, reply, next));

@@ -7,6 +7,7 @@ import { describeFailure } from '../common/database-failure';
 import { ErrorCode } from '../common/error-codes';
 import { toProblem } from '../common/problem';
 import { AppConfig } from '../config/app-config';
+import { urlRedactorFor } from '../logging/redact-url';
 import { ClaimFinding, IdempotencyRepository } from './idempotency.repository';
 
 export const IDEMPOTENCY_KEY_LENGTH = { min: 8, max: 128 } as const;
@@ -56,12 +57,16 @@ export type Begun = { kind: 'claimed'; claim: Claim } | { kind: 'replay'; answer
 @Injectable()
 export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
+  /** A stored refusal names the path as its `instance`, as the error filter does: with any key in it redacted. */
+  private readonly redactUrl: (url: string) => string;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly records: IdempotencyRepository,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.redactUrl = urlRedactorFor(config);
+  }
 
   /** The header, or a 422 that names it. Checked before anything else is looked at. */
   static parseKey(header: unknown): string {
@@ -102,7 +107,7 @@ export class IdempotencyService {
   /** The answer of a request the route refused: a business refusal is stored and sent like any answer; null for any other failure. */
   refusalAnswer(error: unknown, call: IdempotentCall): Answer | null {
     if (!(error instanceof AppError) || !STORED_REFUSALS.has(error.code)) return null;
-    return { status: error.status, body: JSON.stringify(toProblem(error, call.instance, call.requestId).body), location: null };
+    return { status: error.status, body: JSON.stringify(toProblem(error, this.redactUrl(call.instance), call.requestId).body), location: null };
   }
 
   /** Stores `answer` and commits it with the route's writes; the transaction ends either way. */

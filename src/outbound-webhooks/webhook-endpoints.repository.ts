@@ -64,7 +64,7 @@ export class WebhookEndpointsRepository {
 
   /** Writes the fields `change` gives (updatedAt with them; undefined ones stay) and reads the endpoint back as stored. */
   async update(tx: EntityManager, id: string, change: EndpointChange): Promise<WebhookEndpointEntity> {
-    const given = Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
+    const given = definedOnly(change);
     if (Object.keys(given).length > 0) await tx.getRepository(WebhookEndpointEntity).update({ id }, given);
     return tx.getRepository(WebhookEndpointEntity).findOneByOrFail({ id });
   }
@@ -74,12 +74,7 @@ export class WebhookEndpointsRepository {
    * administrator stopped; the caller holds the source's lock.
    */
   async switchAllAt(tx: EntityManager, at: { source: string; url: string; stoppedOnly: boolean }, change: Pick<EndpointChange, 'enabled' | 'disabledReason' | 'failingSince'>): Promise<void> {
-    const given = Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
-    await tx.getRepository(WebhookEndpointEntity).update({ source: at.source, url: at.url, ...(at.stoppedOnly ? { disabledReason: 'admin' as const } : {}) }, given);
-  }
-
-  findOrFail(tx: EntityManager, id: string): Promise<WebhookEndpointEntity> {
-    return tx.getRepository(WebhookEndpointEntity).findOneByOrFail({ id });
+    await tx.getRepository(WebhookEndpointEntity).update({ source: at.source, url: at.url, ...(at.stoppedOnly ? { disabledReason: 'admin' as const } : {}) }, definedOnly(change));
   }
 
   /** False when there was none. The caller holds the source's lock and deletes the endpoint's deliveries with it. */
@@ -108,4 +103,9 @@ export class WebhookEndpointsRepository {
     if (before) query.andWhere('(w.created_at, w.id) < (to_timestamp(CAST(:position AS bigint) / 1000000.0), CAST(:id AS uuid))', before);
     return query.orderBy('w.createdAt', 'DESC').addOrderBy('w.id', 'DESC').limit(limit).getMany();
   }
+}
+
+/** The fields a change gives: undefined ones stay as they are. */
+function definedOnly(change: EndpointChange): EndpointChange {
+  return Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
 }

@@ -130,10 +130,10 @@ export class WebhookEndpointsService implements OnModuleInit {
     await this.endpoints.lockSource(tx, found.source);
     const endpoint = await this.endpoints.findForUpdate(tx, id);
     if (!endpoint) throw notFound();
-    if (enabled) await this.endpoints.update(tx, id, switched(true, 'admin'));
     // Stopping reaches every endpoint at the URL; lifting, only those an administrator stopped (a client's own pause stays).
     await this.endpoints.switchAllAt(tx, { source: endpoint.source, url: endpoint.url, stoppedOnly: enabled }, switched(enabled, 'admin'));
-    const changed = await this.endpoints.findOrFail(tx, id);
+    // This one is switched whatever stopped it (an administrator may enable a client's paused endpoint), and read back.
+    const changed = await this.endpoints.update(tx, id, enabled ? switched(true, 'admin') : {});
     if (changed.enabled && !endpoint.enabled) afterCommit(tx, () => this.worker.announce());
     return { source: changed.source, ...toEndpointResponse(changed) };
   }
