@@ -3,6 +3,8 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { describeFailure, isDatabaseUnavailable } from '../common/database-failure';
 import { AppConfig } from '../config/app-config';
+import { ConnectionGate } from './connection-gate';
+import { clientConfig } from './connection-options';
 import { runMigrations } from './migrations-runner';
 import { PoolStatistics } from './pool-statistics';
 import { buildDataSourceOptions, PoolOptions } from './typeorm-options';
@@ -45,7 +47,7 @@ async function migrate(url: string, logger: Logger): Promise<void> {
 }
 
 /** The request pool's settings. */
-export function requestPool(config: AppConfig): Omit<PoolOptions, 'onPool'> {
+export function requestPool(config: AppConfig): Omit<PoolOptions, 'onPool' | 'gate'> {
   return {
     poolSize: config.DB_POOL_SIZE,
     lifetimeSeconds: config.DB_POOL_CONNECTION_LIFETIME_SECONDS,
@@ -69,10 +71,11 @@ export class DatabaseModule {
   }: {
     config: AppConfig;
     url: string;
-    pool?: Omit<PoolOptions, 'onPool'>;
+    pool?: Omit<PoolOptions, 'onPool' | 'gate'>;
     migrate?: boolean;
   }): DynamicModule {
     const statistics = new PoolStatistics(pool.poolSize);
+    const gate = new ConnectionGate(clientConfig({ url, ...pool }));
     const logger = new Logger('Database');
     return {
       module: DatabaseModule,
@@ -80,7 +83,7 @@ export class DatabaseModule {
       imports: [
         TypeOrmModule.forRootAsync({
           // The start-up retry is whenReachable's; a failure it gives up on is final.
-          useFactory: () => ({ ...buildDataSourceOptions(url, { ...pool, onPool: (p) => statistics.observe(p) }), toRetry: () => false }),
+          useFactory: () => ({ ...buildDataSourceOptions(url, { ...pool, onPool: (p) => statistics.observe(p), gate }), toRetry: () => false }),
           dataSourceFactory: (options) =>
             whenReachable(logger, async () => {
               if (runMigrationsFirst) await migrate(url, logger);
@@ -91,8 +94,9 @@ export class DatabaseModule {
       providers: [
         { provide: DATABASE_URL, useValue: url },
         { provide: PoolStatistics, useValue: statistics },
+        { provide: ConnectionGate, useValue: gate },
       ],
-      exports: [DATABASE_URL, PoolStatistics],
+      exports: [DATABASE_URL, PoolStatistics, ConnectionGate],
     };
   }
 }

@@ -2,25 +2,28 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { DataSourceOptions } from 'typeorm';
 import { AfterCommitSubscriber } from './after-commit';
+import type { ConnectionGate } from './connection-gate';
 import { ConnectionSettings, poolConfig } from './connection-options';
 
 /** What the data source needs beyond the address: the request pool's settings and, for metrics, a view of its pool. */
 export interface PoolOptions extends Omit<ConnectionSettings, 'url'> {
   /** Called with the pg pool TypeORM opens, once, so its counters can be reported (PoolStatistics). */
   onPool?: (pool: pg.Pool) => void;
+  /** What TypeORM's connection requests go through while the database does not answer. */
+  gate?: ConnectionGate;
 }
 
 /**
  * pg as TypeORM's driver (its documented `driver` option), with one difference: the pool TypeORM
- * constructs, its one pool, is also handed to `onPool`. TypeORM keeps its pool to itself, and the metrics
- * need pg-pool's counters. pg itself is left as it is.
+ * constructs, its one pool, is also handed to `onPool`, and TypeORM gets it through the gate. TypeORM
+ * keeps its pool to itself, and the metrics need pg-pool's counters. pg itself is left as it is.
  */
-function observedDriver(onPool: (pool: pg.Pool) => void): typeof pg {
+function observedDriver({ onPool, gate }: Pick<PoolOptions, 'onPool' | 'gate'>): typeof pg {
   const Pool = new Proxy(pg.Pool, {
-    construct(target, args, newTarget) {
-      const pool = Reflect.construct(target, args, newTarget) as pg.Pool;
-      onPool(pool);
-      return pool;
+    construct(target, [config]: [pg.PoolConfig], newTarget) {
+      const pool = Reflect.construct(target, [gate ? { ...config, Client: gate.watchedClient() } : config], newTarget) as pg.Pool;
+      onPool?.(pool);
+      return gate ? gate.guard(pool) : pool;
     },
   });
   return Object.assign(Object.create(pg) as typeof pg, { Pool });
@@ -53,7 +56,7 @@ export function buildDataSourceOptions(url: string, pool?: PoolOptions): DataSou
     ...(pool
       ? {
           extra: poolConfig({ url, ...pool }),
-          ...(pool.onPool ? { driver: observedDriver(pool.onPool) } : {}),
+          ...(pool.onPool || pool.gate ? { driver: observedDriver(pool) } : {}),
         }
       : // Migrations hold the advisory lock on one connection and run on another. A connection attempt
         // is bounded as the pool's are, so a start that waits for the database retries on time.

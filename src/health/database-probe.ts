@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Client } from 'pg';
+import { ConnectionGate } from '../database/connection-gate';
 import { DATABASE_URL } from '../database/database.module';
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -8,13 +9,17 @@ const PROBE_TIMEOUT_MS = 2000;
  * Readiness asks PostgreSQL on a connection of its own, outside the request pool: a pool drained by
  * requests waiting on a stuck peer's lock must not make a healthy instance look down (and be taken out
  * of a load balancer along with every other instance). One connection, kept open, opened again after
- * a failure; concurrent checks share one round trip.
+ * a failure; concurrent checks share one round trip. While the database does not answer, the connection
+ * gate says so without a connection attempt of the probe's own, and a failed one closes the gate.
  */
 @Injectable()
 export class DatabaseProbe implements OnModuleDestroy {
   private client: Client | null = null;
   private inFlight: Promise<void> | null = null;
-  constructor(@Inject(DATABASE_URL) private readonly url: string) {}
+  constructor(
+    @Inject(DATABASE_URL) private readonly url: string,
+    private readonly gate: ConnectionGate,
+  ) {}
 
   /** Resolves when PostgreSQL answers; rejects with the driver's error otherwise. */
   ping(): Promise<void> {
@@ -25,8 +30,15 @@ export class DatabaseProbe implements OnModuleDestroy {
   }
 
   private async roundTrip(): Promise<void> {
+    const refusal = this.gate.refusal();
+    if (refusal) throw refusal;
     try {
-      this.client ??= await this.connect();
+      if (!this.client) {
+        this.client = await this.connect().catch((error: unknown) => {
+          this.gate.connectFailed(error);
+          throw error;
+        });
+      }
       await this.client.query('SELECT 1');
     } catch (error) {
       await this.discard();

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import { DatabaseUnavailable, databaseFailureOf } from '../common/database-failure';
+import { asDatabaseUnavailable, DatabaseUnavailable } from '../common/database-failure';
 import { DatabaseProbe } from './database-probe';
 
 /**
@@ -22,8 +22,8 @@ export class Readiness {
   async check(): Promise<void> {
     if (this.draining) throw new AppError('SERVICE_UNAVAILABLE', 'This instance is shutting down; another one takes the requests');
     await this.database.ping().catch((error: unknown) => {
-      const failure = databaseFailureOf(error);
-      throw failure ? new DatabaseUnavailable(failure, error) : new AppError('SERVICE_UNAVAILABLE', 'The database did not answer the readiness check');
+      const unavailable = asDatabaseUnavailable(error);
+      throw unavailable instanceof DatabaseUnavailable ? unavailable : new AppError('SERVICE_UNAVAILABLE', 'The database did not answer the readiness check');
     });
   }
 

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout';
@@ -25,6 +26,14 @@ describe('the database failing under load', () => {
   let key: IssuedKey;
 
   const postmasterPid = () => Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  /** The postmaster and every server process under it. */
+  const serverPids = () => [postmasterPid(), ...readFileSync(`/proc/${postmasterPid()}/task/${postmasterPid()}/children`, 'utf8').trim().split(/\s+/).map(Number)];
+  /** Connections in PostgreSQL's listen backlog: accepted by the kernel, not yet taken up by the postmaster. */
+  const listenBacklog = () =>
+    execFileSync('ss', ['-Hltn', `sport = :${port}`], { encoding: 'utf8' })
+      .split('\n')
+      .filter((line) => line.trim())
+      .reduce((sum, line) => sum + Number(line.trim().split(/\s+/)[1]), 0);
 
   /** Clients sending without pause until `stop()`, each request's outcome recorded. */
   function load(clients: number) {
@@ -145,7 +154,7 @@ describe('the database failing under load', () => {
     const running = load(12);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     // SIGSTOP: every server process stays, its sockets stay open, nothing answers, not even a new connection.
-    const pids = [postmasterPid(), ...readFileSync(`/proc/${postmasterPid()}/task/${postmasterPid()}/children`, 'utf8').trim().split(/\s+/).map(Number)];
+    const pids = serverPids();
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
     const frozenAt = performance.now();
     const readyWhileFrozen = t.app.inject({ method: 'GET', url: '/health/ready' });
@@ -191,5 +200,35 @@ describe('the database failing under load', () => {
     const eventIds = saidNothing.filter((o) => o.kind === 'webhook').map((o) => o.eventId);
     expect((await t.db.query('SELECT count(*)::int AS n FROM documents WHERE source = $1 AND external_id = ANY ($2)', [key.source, externalIds])).rows[0].n).toBe(0);
     expect((await t.db.query('SELECT count(*)::int AS n FROM webhook_events WHERE event_id = ANY ($1)', [eventIds])).rows[0].n).toBe(0);
+  });
+
+  it('stops opening connections while PostgreSQL is frozen, one attempt at a time reaching it, and serves again at once after the thaw', async () => {
+    const logsBefore = t.logs().length;
+    const running = load(12);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const pids = serverPids();
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    // Many times the pool's bound on opening a connection (the statement limit plus the slack, 1.5 s here):
+    // a pool that kept trying would have opened and abandoned a connection per slot each time.
+    await new Promise((resolve) => setTimeout(resolve, 12_000));
+    const abandoned = listenBacklog();
+    for (const pid of pids) process.kill(pid, 'SIGCONT');
+    const thawedAt = performance.now();
+    const servedAfterThaw = () => running.outcomes.filter((o) => o.startedAt >= thawedAt && o.status !== 503);
+    await waitFor(async () => new Set(servedAfterThaw().map((o) => o.kind)).size === 3, 'creates, bank events and reads served after the thaw', 30_000);
+    const outcomes = await running.stop();
+    await reconnect();
+
+    // The first failed attempts of the pool's four slots and of the requests already waiting for them, and
+    // the gate's one or two: not one per slot per 1.5 s of the freeze.
+    expect(abandoned).toBeLessThanOrEqual(4 * 2 + 2);
+    const firstServed = Math.min(...servedAfterThaw().map((o) => o.endedAt)) - thawedAt;
+    expect(firstServed).toBeLessThan(5000);
+    expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
+    await nothingAcknowledgedLost(outcomes);
+    const logs = t.logs().slice(logsBefore);
+    expect(logs.split('\n').filter((line) => line.includes('opening no more until one attempt at a time reaches it'))).toEqual([
+      expect.stringMatching(/"level":40.*"cause":"unreachable".*"message":"[^"]+"/),
+    ]);
   });
 });

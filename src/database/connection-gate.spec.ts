@@ -1,0 +1,75 @@
+import { EventEmitter } from 'node:events';
+import { createServer } from 'node:net';
+import type { Pool } from 'pg';
+import { DatabaseUnavailable } from '../common/database-failure';
+import { ConnectionGate } from './connection-gate';
+
+/** A port on loopback where nothing listens: every connection attempt is refused. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Enough of a pg pool for the gate: `connect` answers as told and counts its calls. */
+function fakePool(answer: () => Error | undefined) {
+  const pool = Object.assign(new EventEmitter(), {
+    calls: 0,
+    totalCount: 3,
+    connect(callback: (error: Error | undefined, client: unknown, release: () => void) => void) {
+      pool.calls += 1;
+      const error = answer();
+      callback(error, error ? undefined : {}, () => undefined);
+    },
+  });
+  return pool;
+}
+
+describe('ConnectionGate', () => {
+  let gate: ConnectionGate;
+  beforeEach(async () => {
+    gate = new ConnectionGate({ host: '127.0.0.1', port: await closedPort(), user: 'nobody', database: 'nothing' });
+  });
+  afterEach(() => gate.onModuleDestroy());
+
+  it('closes on a failed attempt that means the database does not answer, not on a saturated pool or a refused password', () => {
+    gate.connectFailed(new Error('timeout exceeded when trying to connect'));
+    gate.connectFailed(Object.assign(new Error('password authentication failed for user "x"'), { code: '28P01' }));
+    expect(gate.open).toBe(true);
+    expect(gate.refusal()).toBeNull();
+    const cause = new Error('Connection terminated due to connection timeout');
+    gate.connectFailed(cause);
+    expect(gate.open).toBe(false);
+    const refusal = gate.refusal();
+    expect(refusal).toBeInstanceOf(DatabaseUnavailable);
+    expect(refusal).toMatchObject({ failure: 'unreachable', cause });
+  });
+
+  it('hands connections through while open, and refuses without asking the pool while closed', async () => {
+    let fail = false;
+    const pool = fakePool(() => (fail ? Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }) : undefined));
+    const guarded = gate.guard(pool as unknown as Pool);
+    await expect(guarded.connect()).resolves.toEqual({});
+    expect(guarded.totalCount).toBe(3);
+    fail = true;
+    await expect(guarded.connect()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    expect(gate.open).toBe(false);
+    const calls = pool.calls;
+    await expect(guarded.connect()).rejects.toBeInstanceOf(DatabaseUnavailable);
+    await expect(guarded.connect()).rejects.toMatchObject({ failure: 'unreachable' });
+    expect(pool.calls).toBe(calls);
+  });
+
+  it('hears of a connection the pool opened that ended before it was ever used', async () => {
+    const port = await closedPort();
+    const WatchedClient = gate.watchedClient();
+    const client = new WatchedClient({ host: '127.0.0.1', port, user: 'nobody', database: 'nothing' });
+    const ended = new Promise((resolve) => client.once('end', resolve));
+    await expect(client.connect()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    await ended;
+    expect(gate.open).toBe(false);
+    expect(gate.refusal()?.cause).toMatchObject({ message: 'A new connection ended before the database answered' });
+  });
+});
