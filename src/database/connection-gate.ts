@@ -17,7 +17,7 @@ type ConnectCallback = (error: Error | undefined, client: PoolClient | undefined
  * time, backing off, reaches the database again. Without it every waiting request made the pool open a
  * connection and abandon it at its timeout; a frozen PostgreSQL then found all of them in its listen
  * backlog on resuming and started a backend for each before any live work (docs/operations.md,
- * "PostgreSQL frozen").
+ * "When PostgreSQL stops answering").
  *
  * The attempt is left waiting rather than abandoned early: a frozen server that resumes answers it first.
  */
