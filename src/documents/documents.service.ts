@@ -1,12 +1,14 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { Counter } from 'prom-client';
 import { EntityManager } from 'typeorm';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { afterCommit } from '../database/after-commit';
+import { MetricsService } from '../metrics/metrics.service';
 import { DocumentEntity } from './document.entity';
-import { DocumentsRepository, NewDocument } from './documents.repository';
+import { DocumentsRepository, NewDocument, ReferenceHolder } from './documents.repository';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto, toDocumentResponse } from './dto/document-response.dto';
 import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
@@ -27,11 +29,21 @@ export interface AdminDocumentFilter {
 
 @Injectable()
 export class DocumentsService {
+  private readonly logger = new Logger('Documents');
+  private readonly laterClaims: Counter;
+
   constructor(
     private readonly documents: DocumentsRepository,
     private readonly payments: PaymentsService,
     private readonly feed: FeedSignal,
-  ) {}
+    metrics: MetricsService,
+  ) {
+    this.laterClaims = new Counter({
+      name: 'provider_reference_later_claims_total',
+      help: "Documents created with a providerReference whose bank events already go to another source's document (created all the same)",
+      registers: [metrics.registry],
+    });
+  }
 
   /**
    * POST /api/v1/documents, in `tx`, the transaction in which the idempotency key was claimed: the
@@ -50,7 +62,23 @@ export class DocumentsService {
     }
     const document = created.paymentsWaiting ? await this.payments.applyWaiting(tx, created.document) : created.document;
     afterCommit(tx, () => this.feed.appended());
+    const { heldBy } = created;
+    if (heldBy) afterCommit(tx, () => this.laterClaim(document, heldBy));
     return toDocumentResponse(document);
+  }
+
+  /**
+   * A later claim of a reference established for another source's document: created all the same, its
+   * answer names nothing of the other (README, Security model), and the reference's bank events keep going
+   * to the established one. Administrators see it: counted, logged with ids only (a reference may carry a
+   * secret part), and shown with both documents (GET /admin/documents/{id}).
+   */
+  private laterClaim(document: DocumentEntity, heldBy: ReferenceHolder): void {
+    this.laterClaims.inc();
+    this.logger.warn(
+      { documentId: document.id, source: document.source, establishedDocumentId: heldBy.id, establishedSource: heldBy.source },
+      "Document created with a providerReference already established for another source's document; its bank events keep going there",
+    );
   }
 
   async get(key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
