@@ -27,6 +27,9 @@ export type NewDocument = Pick<DocumentEntity, (typeof WRITTEN)[number]>;
 /** A document another source created with the same providerReference, as a create learns of it. */
 export type ReferenceHolder = Pick<DocumentEntity, 'id' | 'source'>;
 
+/** A document with a providerReference, as administrators see the documents that claim it. */
+export type ReferenceClaimRow = Pick<DocumentEntity, 'id' | 'source' | 'externalId' | 'status' | 'createdAt' | 'paymentLastEventId'>;
+
 export interface DocumentFilter {
   status?: DocumentStatus;
   type?: string;
@@ -151,6 +154,21 @@ export class DocumentsRepository {
     const query = this.filtered(filter).andWhere('d.providerReference = :providerReference', { providerReference });
     if (source) query.andWhere('d.source = :source', { source });
     return query.orderBy('d.seq', 'DESC').limit(limit).getMany();
+  }
+
+  /**
+   * The documents with a providerReference, established ones first (reference-claims.ts needs them all
+   * among what it is given), then oldest first; `limit` at most.
+   */
+  claimsOf(providerReference: string, limit: number): Promise<ReferenceClaimRow[]> {
+    return this.documents
+      .createQueryBuilder('d')
+      .select(['d.id', 'd.source', 'd.externalId', 'd.status', 'd.createdAt', 'd.paymentLastEventId'])
+      .where('d.providerReference = :providerReference', { providerReference })
+      .orderBy('d.paymentLastEventId IS NULL', 'ASC')
+      .addOrderBy('d.seq', 'ASC')
+      .limit(limit)
+      .getMany();
   }
 
   /** Changes a locked document's status (and payment details), appending its feed event when the status changes. */

@@ -8,15 +8,45 @@ import { isUuid } from '../common/validation';
 import { afterCommit } from '../database/after-commit';
 import { MetricsService } from '../metrics/metrics.service';
 import { DocumentEntity } from './document.entity';
-import { DocumentsRepository, NewDocument, ReferenceHolder } from './documents.repository';
+import { DocumentsRepository, NewDocument, ReferenceClaimRow, ReferenceHolder } from './documents.repository';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto, toDocumentResponse } from './dto/document-response.dto';
 import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
 import { FeedSignal } from './feed-signal';
 import { transition } from './lifecycle';
 import { PaymentsService } from './payments.service';
+import { bankEventTarget } from './reference-claims';
 
 const DEFAULT_PAGE_SIZE = 20;
+
+/** At most this many other documents with a document's providerReference are shown with it. */
+const REFERENCE_CLAIMS_SHOWN = 50;
+
+/** Another document with the same providerReference, as administrators see it. */
+export interface ReferenceClaimView {
+  id: string;
+  source: string;
+  externalId: string;
+  status: DocumentEntity['status'];
+  createdAt: string;
+  /** A bank event has been applied to it: it is established for the reference. */
+  receivedBankEvents: boolean;
+}
+
+/** Where a document's providerReference's bank events go, and which other documents claim the reference. */
+export interface ReferenceClaimsView {
+  bankEventsGoTo: string | null;
+  referenceClaims: ReferenceClaimView[];
+}
+
+const toReferenceClaimView = (row: ReferenceClaimRow): ReferenceClaimView => ({
+  id: row.id,
+  source: row.source,
+  externalId: row.externalId,
+  status: row.status,
+  createdAt: row.createdAt.toISOString(),
+  receivedBankEvents: row.paymentLastEventId !== null,
+});
 
 export interface AdminDocumentFilter {
   source?: string;
@@ -114,6 +144,20 @@ export class DocumentsService {
     const document = isUuid(id) ? await this.documents.find(id) : null;
     if (!document) throw new AppError('NOT_FOUND', 'No such document');
     return toDocumentResponse(document);
+  }
+
+  /**
+   * For administrators only (no source ever learns that another uses its reference): the document the bank's
+   * events for `document`'s providerReference go to (reference-claims.ts; null when none has it or they are
+   * held as ambiguous), and the other documents that claim it.
+   */
+  async referenceClaimsForAdmin(document: Pick<DocumentResponseDto, 'id' | 'providerReference'>): Promise<ReferenceClaimsView> {
+    if (!document.providerReference) return { bankEventsGoTo: null, referenceClaims: [] };
+    const claims = await this.documents.claimsOf(document.providerReference, REFERENCE_CLAIMS_SHOWN + 1);
+    return {
+      bankEventsGoTo: bankEventTarget(claims.map((claim) => ({ id: claim.id, established: claim.paymentLastEventId !== null }))),
+      referenceClaims: claims.filter((claim) => claim.id !== document.id).slice(0, REFERENCE_CLAIMS_SHOWN).map(toReferenceClaimView),
+    };
   }
 
   /** POST /api/v1/documents/{id}/cancel, in the idempotency transaction `tx`. */
