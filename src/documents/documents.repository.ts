@@ -108,7 +108,7 @@ export class DocumentsRepository {
 
   /**
    * The document as stored, with its `document.created` event, in `tx`, whether bank events wait for it,
-   * and the document of another source that its providerReference's bank events already go to (`heldBy`);
+   * and the first document of another source already established for its providerReference (`heldBy`);
    * null for a duplicate (nothing written). With a providerReference, behind that reference's lock, both
    * sent in one round trip.
    */
