@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DocumentEventsService, DocumentEventView } from '../documents/document-events.service';
-import { DocumentsService } from '../documents/documents.service';
+import { DocumentsService, ReferenceClaimsView } from '../documents/documents.service';
 import { DocumentResponseDto } from '../documents/dto/document-response.dto';
 import { BankEventView, PaymentsService } from '../documents/payments.service';
 import { AdminDeliveryDto } from '../outbound-webhooks/dto/delivery.dto';
@@ -15,7 +15,7 @@ import { AuditLogService } from './audit-log.service';
 /** At most this many of a document's deliveries are shown with it; the deliveries list pages through the rest. */
 const DOCUMENT_DELIVERIES = 50;
 
-export interface DocumentDetail {
+export interface DocumentDetail extends ReferenceClaimsView {
   document: DocumentResponseDto;
   events: DocumentEventView[];
   deliveries: AdminDeliveryDto[];
@@ -66,10 +66,17 @@ export class AdminOperationsService {
     });
   }
 
-  /** A document of any source with its feed events and the push deliveries of those events. */
+  /**
+   * A document of any source with its feed events, the push deliveries of those events, and the other
+   * documents that claim its providerReference with the one the bank's events for it go to.
+   */
   async document(id: string): Promise<DocumentDetail> {
     const document = await this.documents.getForAdmin(id);
-    const [events, deliveries] = await Promise.all([this.events.ofDocument(id), this.deliveries.pageForAdmin({ documentId: id }, DOCUMENT_DELIVERIES)]);
-    return { document, events, deliveries: deliveries.data, deliveriesNextCursor: deliveries.nextCursor };
+    const [events, deliveries, claims] = await Promise.all([
+      this.events.ofDocument(id),
+      this.deliveries.pageForAdmin({ documentId: id }, DOCUMENT_DELIVERIES),
+      this.documents.referenceClaimsForAdmin(document),
+    ]);
+    return { document, events, deliveries: deliveries.data, deliveriesNextCursor: deliveries.nextCursor, ...claims };
   }
 }

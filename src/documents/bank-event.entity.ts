@@ -6,7 +6,8 @@ export const PAYMENT_STATUS_EVENT = 'PAYMENT_STATUS';
 /**
  * applied; ignored (another event type, an unknown status or a transition the lifecycle refuses);
  * duplicate (an eventId seen before); unmatched (no document has the reference yet); ambiguous (documents
- * of several sources have it: applied to none until an administrator says which).
+ * of several sources have it and none has had an event applied, reference-claims.ts: applied to none until
+ * an administrator says which).
  */
 export const BANK_EVENT_OUTCOMES = ['applied', 'ignored', 'duplicate', 'unmatched', 'ambiguous'] as const;
 export type BankEventOutcome = (typeof BANK_EVENT_OUTCOMES)[number];

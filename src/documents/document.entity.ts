@@ -50,7 +50,10 @@ export class DocumentEntity {
   @Column({ name: 'tax_amount', type: 'numeric' })
   taxAmount: string;
 
-  /** Unique within a source only: another source may use the same reference (a bank event for it is then ambiguous). */
+  /**
+   * Unique within a source only: another source may use the same reference (which document its bank events
+   * go to: reference-claims.ts).
+   */
   @Index('idx_documents_provider_reference')
   @Column({ name: 'provider_reference', type: 'varchar', length: 128, nullable: true })
   providerReference: string | null;
@@ -61,6 +64,7 @@ export class DocumentEntity {
   @Column({ name: 'payment_status', type: 'varchar', length: 255, nullable: true })
   paymentStatus: string | null;
 
+  /** Set by every bank event applied, never cleared: the document is established for its reference (reference-claims.ts). */
   @Column({ name: 'payment_last_event_id', type: 'varchar', length: 255, nullable: true })
   paymentLastEventId: string | null;
 

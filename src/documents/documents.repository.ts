@@ -24,6 +24,12 @@ const WRITTEN = [
 
 export type NewDocument = Pick<DocumentEntity, (typeof WRITTEN)[number]>;
 
+/** A document another source created with the same providerReference, as a create learns of it. */
+export type ReferenceHolder = Pick<DocumentEntity, 'id' | 'source'>;
+
+/** A document with a providerReference, as administrators see the documents that claim it. */
+export type ReferenceClaimRow = Pick<DocumentEntity, 'id' | 'source' | 'externalId' | 'status' | 'createdAt' | 'paymentLastEventId'>;
+
 export interface DocumentFilter {
   status?: DocumentStatus;
   type?: string;
@@ -66,10 +72,11 @@ const change = (columns: string) => `WITH changed AS (
 export class DocumentsRepository {
   /**
    * The document as stored and its `document.created` event, or nothing for a duplicate externalId or
-   * providerReference; and whether bank events wait for its providerReference (the documents module's
-   * table webhook_events, read here so that a create needs no statement more for it).
+   * providerReference; whether bank events wait for its providerReference (the documents module's table
+   * webhook_events), and the first document established for that reference (reference-claims.ts), if
+   * any: read here so that a create needs no statement more for them.
    */
-  private readonly insertStatement: PreparedStatement<DocumentEntity & { paymentsWaiting: boolean }>;
+  private readonly insertStatement: PreparedStatement<DocumentEntity & { paymentsWaiting: boolean; heldById: string | null; heldBySource: string | null }>;
   /**
    * By primary key alone, the source compared by the caller: with `AND source = …` a generic plan made while
    * the statistics were older than a bulk load chose the (source, seq) index and read every document of the
@@ -89,26 +96,30 @@ export class DocumentsRepository {
        event AS (
          INSERT INTO document_events (source, document_id, type, status) SELECT doc."source", doc."id", 'document.created', doc."status" FROM doc)
        SELECT doc.*, EXISTS (
-         SELECT 1 FROM webhook_events w WHERE w.provider_reference = doc."providerReference" AND w.outcome = 'unmatched') AS "paymentsWaiting"
-         FROM doc`,
+         SELECT 1 FROM webhook_events w WHERE w.provider_reference = doc."providerReference" AND w.outcome = 'unmatched') AS "paymentsWaiting",
+         held.id AS "heldById", held.source AS "heldBySource"
+         FROM doc LEFT JOIN LATERAL (
+           SELECT e.id, e.source FROM documents e
+            WHERE e.provider_reference = doc."providerReference" AND e.payment_last_event_id IS NOT NULL ORDER BY e.seq LIMIT 1) held ON true`,
     );
     this.findStatement = new PreparedStatement('document-find', `SELECT ${columns} FROM documents WHERE id = $1`);
     this.changeText = change(columns);
   }
 
   /**
-   * The document as stored, with its `document.created` event, in `tx`, and whether bank events wait for
-   * it; null for a duplicate (nothing written). With a providerReference, behind that reference's lock,
-   * both sent in one round trip.
+   * The document as stored, with its `document.created` event, in `tx`, whether bank events wait for it,
+   * and the first document of another source already established for its providerReference (`heldBy`);
+   * null for a duplicate (nothing written). With a providerReference, behind that reference's lock, both
+   * sent in one round trip.
    */
-  async insert(tx: EntityManager, document: NewDocument): Promise<{ document: DocumentEntity; paymentsWaiting: boolean } | null> {
+  async insert(tx: EntityManager, document: NewDocument): Promise<{ document: DocumentEntity; paymentsWaiting: boolean; heldBy: ReferenceHolder | null } | null> {
     const values = WRITTEN.map((property) => document[property]);
     const [row] = document.providerReference
       ? (await runTogether(tx, [LOCK_PROVIDER_REFERENCE.with(document.providerReference), this.insertStatement.with(...values)]))[1]
       : await this.insertStatement.run(tx, values);
     if (!row) return null;
-    const { paymentsWaiting, ...inserted } = row;
-    return { document: inserted, paymentsWaiting };
+    const { paymentsWaiting, heldById, heldBySource, ...inserted } = row;
+    return { document: inserted, paymentsWaiting, heldBy: heldById && heldBySource ? { id: heldById, source: heldBySource } : null };
   }
 
   /** Takes the providerReference lock until `tx` ends (see LOCK_PROVIDER_REFERENCE). */
@@ -143,6 +154,21 @@ export class DocumentsRepository {
     const query = this.filtered(filter).andWhere('d.providerReference = :providerReference', { providerReference });
     if (source) query.andWhere('d.source = :source', { source });
     return query.orderBy('d.seq', 'DESC').limit(limit).getMany();
+  }
+
+  /**
+   * The documents with a providerReference, established ones first (reference-claims.ts needs them all
+   * among what it is given), then oldest first; `limit` at most.
+   */
+  claimsOf(providerReference: string, limit: number): Promise<ReferenceClaimRow[]> {
+    return this.documents
+      .createQueryBuilder('d')
+      .select(['d.id', 'd.source', 'd.externalId', 'd.status', 'd.createdAt', 'd.paymentLastEventId'])
+      .where('d.providerReference = :providerReference', { providerReference })
+      .orderBy('d.paymentLastEventId IS NULL', 'ASC')
+      .addOrderBy('d.seq', 'ASC')
+      .limit(limit)
+      .getMany();
   }
 
   /** Changes a locked document's status (and payment details), appending its feed event when the status changes. */

@@ -1,20 +1,52 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { Counter } from 'prom-client';
 import { EntityManager } from 'typeorm';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { AppError } from '../common/app-error';
 import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { afterCommit } from '../database/after-commit';
+import { MetricsService } from '../metrics/metrics.service';
 import { DocumentEntity } from './document.entity';
-import { DocumentsRepository, NewDocument } from './documents.repository';
+import { DocumentsRepository, NewDocument, ReferenceClaimRow, ReferenceHolder } from './documents.repository';
 import { CreateDocumentDto } from './dto/create-document.dto';
 import { DocumentPageDto, DocumentResponseDto, toDocumentResponse } from './dto/document-response.dto';
 import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
 import { FeedSignal } from './feed-signal';
 import { transition } from './lifecycle';
 import { PaymentsService } from './payments.service';
+import { bankEventTarget } from './reference-claims';
 
 const DEFAULT_PAGE_SIZE = 20;
+
+/** At most this many other documents with a document's providerReference are shown with it. */
+const REFERENCE_CLAIMS_SHOWN = 50;
+
+/** Another document with the same providerReference, as administrators see it. */
+export interface ReferenceClaimView {
+  id: string;
+  source: string;
+  externalId: string;
+  status: DocumentEntity['status'];
+  createdAt: string;
+  /** A bank event has been applied to it: it is established for the reference. */
+  receivedBankEvents: boolean;
+}
+
+/** Where a document's providerReference's bank events go, and which other documents claim the reference. */
+export interface ReferenceClaimsView {
+  bankEventsGoTo: string | null;
+  referenceClaims: ReferenceClaimView[];
+}
+
+const toReferenceClaimView = (row: ReferenceClaimRow): ReferenceClaimView => ({
+  id: row.id,
+  source: row.source,
+  externalId: row.externalId,
+  status: row.status,
+  createdAt: row.createdAt.toISOString(),
+  receivedBankEvents: row.paymentLastEventId !== null,
+});
 
 export interface AdminDocumentFilter {
   source?: string;
@@ -27,11 +59,21 @@ export interface AdminDocumentFilter {
 
 @Injectable()
 export class DocumentsService {
+  private readonly logger = new Logger('Documents');
+  private readonly laterClaims: Counter;
+
   constructor(
     private readonly documents: DocumentsRepository,
     private readonly payments: PaymentsService,
     private readonly feed: FeedSignal,
-  ) {}
+    metrics: MetricsService,
+  ) {
+    this.laterClaims = new Counter({
+      name: 'provider_reference_later_claims_total',
+      help: "Documents created with a providerReference whose bank events already go to another source's document (created all the same)",
+      registers: [metrics.registry],
+    });
+  }
 
   /**
    * POST /api/v1/documents, in `tx`, the transaction in which the idempotency key was claimed: the
@@ -50,7 +92,23 @@ export class DocumentsService {
     }
     const document = created.paymentsWaiting ? await this.payments.applyWaiting(tx, created.document) : created.document;
     afterCommit(tx, () => this.feed.appended());
+    const { heldBy } = created;
+    if (heldBy) afterCommit(tx, () => this.laterClaim(document, heldBy));
     return toDocumentResponse(document);
+  }
+
+  /**
+   * A later claim of a reference established for another source's document: created all the same, its
+   * answer names nothing of the other (README, Security model), and the reference's bank events keep going
+   * to the established one. Administrators see it: counted, logged with ids only (a reference may carry a
+   * secret part), and shown with both documents (GET /admin/documents/{id}).
+   */
+  private laterClaim(document: DocumentEntity, heldBy: ReferenceHolder): void {
+    this.laterClaims.inc();
+    this.logger.warn(
+      { documentId: document.id, source: document.source, establishedDocumentId: heldBy.id, establishedSource: heldBy.source },
+      "Document created with a providerReference already established for another source's document; its bank events keep going there",
+    );
   }
 
   async get(key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
@@ -86,6 +144,20 @@ export class DocumentsService {
     const document = isUuid(id) ? await this.documents.find(id) : null;
     if (!document) throw new AppError('NOT_FOUND', 'No such document');
     return toDocumentResponse(document);
+  }
+
+  /**
+   * For administrators only (no source ever learns that another uses its reference): the document the bank's
+   * events for `document`'s providerReference go to (reference-claims.ts; null when none has it or they are
+   * held as ambiguous), and the other documents that claim it.
+   */
+  async referenceClaimsForAdmin(document: Pick<DocumentResponseDto, 'id' | 'providerReference'>): Promise<ReferenceClaimsView> {
+    if (!document.providerReference) return { bankEventsGoTo: null, referenceClaims: [] };
+    const claims = await this.documents.claimsOf(document.providerReference, REFERENCE_CLAIMS_SHOWN + 1);
+    return {
+      bankEventsGoTo: bankEventTarget(claims.map((claim) => ({ id: claim.id, established: claim.paymentLastEventId !== null }))),
+      referenceClaims: claims.filter((claim) => claim.id !== document.id).slice(0, REFERENCE_CLAIMS_SHOWN).map(toReferenceClaimView),
+    };
   }
 
   /** POST /api/v1/documents/{id}/cancel, in the idempotency transaction `tx`. */

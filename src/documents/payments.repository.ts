@@ -26,29 +26,33 @@ const LIFECYCLE_TABLE = `(VALUES ${LIFECYCLE.map(({ from, on, to }) => `('${from
  * Stores a delivery and, when it is the first of its eventId, decides and applies it, in one statement
  * (a data-modifying CTE): $1 eventId, $2 eventType, $3 status as sent, $4 providerReference, $5 raw body,
  * $6 signed at, $7 the status upper-cased. `target` locks the documents with the providerReference (for a
- * PAYMENT_STATUS event); only when there is exactly one does `decision` look the (status, event) pair up
- * in the lifecycle's table (no row: refused); documents of several sources make the event ambiguous,
- * applied to none. `first` inserts nothing when the eventId is already there (the partial unique index
- * decides, also against a concurrent delivery, which it makes wait for us); then only `duplicate` is
- * stored: the eventId, the body's SHA-256 and the times, never the body again. `changed` and `event`
- * apply the decision: the document's status and payment details, and its feed event when the status
- * changes. Answers the stored outcome (null for a duplicate) and whether a status changed.
+ * PAYMENT_STATUS event), each marked established when a bank event has been applied to it (its
+ * payment_last_event_id is set); `decision` takes the document the event is for (provider-reference.ts,
+ * `bankEventTarget`): the one established document, or else the only document, and looks the (status,
+ * event) pair up in the lifecycle's table (no row: refused). No established document among several, or
+ * several established, make the event ambiguous, applied to none. `first` inserts nothing when the eventId
+ * is already there (the partial unique index decides, also against a concurrent delivery, which it makes
+ * wait for us); then only `duplicate` is stored: the eventId, the body's SHA-256 and the times, never the
+ * body again. `changed` and `event` apply the decision: the document's status and payment details, and its
+ * feed event when the status changes. Answers the stored outcome (null for a duplicate) and whether a
+ * status changed.
  */
 const RECEIVE = new PreparedStatement<{ outcome: BankEventOutcome | null; statusChanged: boolean }>(
   'bank-event-receive',
   `WITH target AS MATERIALIZED (
-     SELECT id, status FROM documents WHERE provider_reference = $4::varchar AND $2::varchar = '${PAYMENT_STATUS_EVENT}' FOR UPDATE),
-   claimers AS MATERIALIZED (SELECT count(*) AS n FROM target),
+     SELECT id, status, payment_last_event_id IS NOT NULL AS established
+       FROM documents WHERE provider_reference = $4::varchar AND $2::varchar = '${PAYMENT_STATUS_EVENT}' FOR UPDATE),
+   claimers AS MATERIALIZED (SELECT count(*) AS n, count(*) FILTER (WHERE established) AS established FROM target),
    decision AS MATERIALIZED (
      SELECT t.id, t.status AS previous, lifecycle.to_status, lifecycle.to_status IS NOT NULL AS applies
        FROM target t CROSS JOIN claimers
        LEFT JOIN ${LIFECYCLE_TABLE} ON lifecycle.from_status = t.status AND lifecycle.on_event = $7::varchar
-      WHERE claimers.n = 1),
+      WHERE CASE WHEN claimers.established = 0 THEN claimers.n = 1 ELSE claimers.established = 1 AND t.established END),
    first AS (
      INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, document_id, raw_body, body_sha256, signed_at)
      SELECT $1, $2, $3, $4,
-            CASE WHEN $2::varchar <> '${PAYMENT_STATUS_EVENT}' THEN 'ignored' WHEN c.n > 1 THEN 'ambiguous' WHEN d.id IS NULL THEN 'unmatched'
-                 WHEN d.applies THEN 'applied' ELSE 'ignored' END,
+            CASE WHEN $2::varchar <> '${PAYMENT_STATUS_EVENT}' THEN 'ignored' WHEN d.applies THEN 'applied' WHEN d.id IS NOT NULL THEN 'ignored'
+                 WHEN c.n > 0 THEN 'ambiguous' ELSE 'unmatched' END,
             d.id, $5, sha256($5), $6
        FROM claimers c LEFT JOIN decision d ON true
      ON CONFLICT DO NOTHING

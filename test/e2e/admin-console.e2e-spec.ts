@@ -629,7 +629,25 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     expect(await events.allTextContents()).toEqual([expect.stringContaining('document.created'), expect.stringMatching(/document\.status_changed.*PENDING_PAYMENT → PAID/)]);
     await detail.locator(`[data-testid="push-delivery-row"][data-delivery-id="${failingId}"][data-status="succeeded"]`).waitFor();
     await detail.locator('[data-testid="webhook-row"][data-event-id="evt-browser-doc"][data-outcome="applied"]').waitFor();
+    // No other source claims its reference: nothing about claims is shown.
+    expect(await detail.getByTestId('document-claims').isHidden()).toBe(true);
+
+    // Another source claims the reference after a bank event was applied to this document: a later claim,
+    // which administrators see on both documents, each linking to the other.
+    const late = (await postDocument(t.app, other.key, documentBody(other.source, { providerReference: 'PAY-BROWSER-DOC' }))).json();
+    await page.getByTestId('refresh-documents').click();
+    const claims = detail.getByTestId('document-claims');
+    const lateClaim = claims.locator(`[data-testid="document-claim"][data-document-id="${late.id}"]`);
+    await lateClaim.waitFor();
+    expect(await claims.getByTestId('document-claims-where').textContent()).toContain('go to this document');
+    expect(await lateClaim.textContent()).toContain(other.source);
+    expect(await lateClaim.getByTestId('claim-role').textContent()).toBe('gets none of them');
     await page.screenshot({ path: screenshotPath('admin-console-document.png'), fullPage: true });
+    await lateClaim.getByTestId('claim-document').click();
+    await detail.getByTestId('document-id').filter({ hasText: late.id }).waitFor();
+    expect(await claims.getByTestId('document-claims-where').textContent()).toContain('this document gets none of them');
+    const established = claims.locator(`[data-testid="document-claim"][data-document-id="${pushDocumentId}"]`);
+    expect(await established.getByTestId('claim-role').textContent()).toBe('gets its bank events');
 
     // A delivery's document link leads here too.
     await go(page, 'deliveries');

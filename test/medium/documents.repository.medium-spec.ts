@@ -21,7 +21,7 @@ describe('DocumentsRepository', () => {
   it('inserts a document with its created event and answers the row as stored, each value as a read gives it back', async () => {
     const written = newDocument({ providerReference: `PAY-${Date.now()}` });
     const created = await dataSource.transaction((tx) => documents.insert(tx, written));
-    expect(created).toEqual({ document: expect.objectContaining({ status: 'PENDING_PAYMENT', seq: expect.any(String), totalAmount: '119.00' }), paymentsWaiting: false });
+    expect(created).toEqual({ document: expect.objectContaining({ status: 'PENDING_PAYMENT', seq: expect.any(String), totalAmount: '119.00' }), paymentsWaiting: false, heldBy: null });
     const stored = await documents.find(created!.document.id);
     expect(stored).toEqual(created!.document);
     expect(stored).toMatchObject({ issueDate: '2026-11-20', paymentUpdatedAt: null, createdAt: expect.any(Date) });
@@ -67,6 +67,20 @@ describe('DocumentsRepository', () => {
     await holder.commitTransaction();
     await holder.release();
     expect(await create).toMatchObject({ paymentsWaiting: true });
+  });
+
+  it("names the document of another source the reference is established for (a bank event applied to it), and none before", async () => {
+    const reference = `PAY-${Date.now()}-held`;
+    const first = (await dataSource.transaction((tx) => documents.insert(tx, newDocument({ source: 'first-source', providerReference: reference }))))!;
+    expect(first.heldBy).toBeNull();
+    // Claimed by a second source while no bank event has been applied: not established, so nobody holds it.
+    expect((await dataSource.transaction((tx) => documents.insert(tx, newDocument({ source: 'second-source', providerReference: reference }))))!.heldBy).toBeNull();
+    await dataSource.transaction((tx) => documents.change(tx, { id: first.document.id, status: 'PAID', previous: 'PENDING_PAYMENT', paymentStatus: 'PAID', eventId: 'evt-held' }));
+    const later = (await dataSource.transaction((tx) => documents.insert(tx, newDocument({ source: 'third-source', providerReference: reference }))))!;
+    expect(later.heldBy).toEqual({ id: first.document.id, source: 'first-source' });
+    expect(later.document).not.toHaveProperty('heldById');
+    // A document without a reference is held by nobody.
+    expect((await dataSource.transaction((tx) => documents.insert(tx, newDocument({ providerReference: null }))))!.heldBy).toBeNull();
   });
 
   it('changes a status with its feed event, only records a payment status that changes none, and locks what it reads for update', async () => {

@@ -4,6 +4,7 @@ import { DocumentEventEntity } from '../../src/documents/document-event.entity';
 import { DocumentEntity } from '../../src/documents/document.entity';
 import { DocumentsRepository } from '../../src/documents/documents.repository';
 import { PaymentsRepository } from '../../src/documents/payments.repository';
+import { bankEventTarget } from '../../src/documents/reference-claims';
 import { mediumModule, Medium, newDocument } from '../support/medium';
 
 let n = 0;
@@ -89,6 +90,43 @@ describe('PaymentsRepository', () => {
     expect(await payments.receive(ambiguous)).toEqual({ outcome: 'ambiguous', statusChanged: false });
     const locked = await dataSource.transaction((tx) => payments.findForUpdate(tx, ambiguous.eventId));
     expect(locked).toMatchObject({ eventId: ambiguous.eventId, outcome: 'ambiguous', providerReference: reference, status: 'REFUNDED' });
+  });
+
+  it("sends an event to the reference's established document, whoever else claims it, as bankEventTarget decides", async () => {
+    // Every set of one to three claiming documents, each established (a bank event applied to it) or not.
+    for (let claimers = 1; claimers <= 3; claimers += 1) {
+      for (let mask = 0; mask < 1 << claimers; mask += 1) {
+        const reference = `PAY-${unique()}`;
+        const claims = [];
+        for (let i = 0; i < claimers; i += 1) {
+          const id = await documentWith(reference, `source-${i}`);
+          const established = (mask & (1 << i)) !== 0;
+          if (established) await m.check.query(`UPDATE documents SET payment_status = 'PENDING', payment_last_event_id = $2 WHERE id = $1`, [id, `evt-${unique()}`]);
+          claims.push({ id, established });
+        }
+        const event = delivery(reference, 'PROCESSING');
+        const expected = bankEventTarget(claims);
+        const { outcome } = await payments.receive(event);
+        expect({ claims, outcome, stored: await stored(event.eventId) }).toEqual({
+          claims,
+          outcome: expected ? 'applied' : 'ambiguous',
+          stored: [{ outcome: expected ? 'applied' : 'ambiguous', document_id: expected, kept: true }],
+        });
+        if (expected) expect(await documentStatus(expected)).toEqual({ status: 'PENDING_PAYMENT', payment_status: 'PROCESSING' });
+      }
+    }
+  });
+
+  it('keeps the established document after its own source cancels it: the events are ignored there, not moved to a later claim', async () => {
+    const reference = `PAY-${unique()}`;
+    const first = await documentWith(reference, 'owner');
+    expect((await payments.receive(delivery(reference, 'PENDING'))).outcome).toBe('applied');
+    await m.check.query(`UPDATE documents SET status = 'CANCELLED' WHERE id = $1`, [first]);
+    const later = await documentWith(reference, 'later');
+    const paid = delivery(reference, 'PAID');
+    expect(await payments.receive(paid)).toEqual({ outcome: 'ignored', statusChanged: false });
+    expect(await stored(paid.eventId)).toEqual([{ outcome: 'ignored', document_id: first, kept: true }]);
+    expect(await documentStatus(later)).toEqual({ status: 'PENDING_PAYMENT', payment_status: null });
   });
 
   it('counts the outcomes per time bucket, and pages newest first', async () => {

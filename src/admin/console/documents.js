@@ -1,8 +1,9 @@
 // Documents, read-only: found by source or providerReference, each opened with its feed events, the push
-// deliveries of those events and the bank events naming its reference.
+// deliveries of those events, the bank events naming its reference and the other sources' documents that
+// claim it.
 import { api, handleFailure, withQuery } from './api.js';
 import { $, badge, el, hide, muted, PagedList, rememberSources, showAlert, timeEl } from './dom.js';
-import { bankEventRow, deliveryRow, handleApplies, handleRetries } from './operations.js';
+import { bankEventRow, deliveryRow, documentLink, handleApplies, handleRetries } from './operations.js';
 
 const STATUS_CLASS = { PENDING_PAYMENT: 'expired', PAID: 'active', PAYMENT_FAILED: 'revoked', CANCELLED: 'muted', REFUNDED: 'muted' };
 
@@ -130,6 +131,50 @@ function eventRow(event) {
   );
 }
 
+/** Another source's document with the same reference, and whether the reference's bank events go to it. */
+function claimItem(claim, bankEventsGoTo) {
+  const role =
+    claim.id === bankEventsGoTo
+      ? badge('gets its bank events', 'active', 'claim-role')
+      : claim.receivedBankEvents
+        ? badge('received bank events', 'muted', 'claim-role')
+        : badge('gets none of them', 'muted', 'claim-role');
+  return el(
+    'li',
+    { 'data-testid': 'document-claim', 'data-document-id': claim.id },
+    documentLink(claim.id, 'claim-document'),
+    ' of ',
+    el('span', { class: 'source' }, claim.source),
+    ` · ${claim.externalId} · ${claim.status} · created `,
+    timeEl(claim.createdAt),
+    ' ',
+    role,
+  );
+}
+
+/**
+ * Where the reference's bank events go (the gateway decides, GET /admin/documents/{id}), and which other
+ * sources' documents claim the reference: a later claim of an established reference gets none of its
+ * events, and an administrator should know of it. Nothing to say for a reference no other source uses.
+ */
+function renderClaims(detail) {
+  const box = $('document-claims');
+  const { document, bankEventsGoTo, referenceClaims } = detail;
+  if (!referenceClaims.length) {
+    hide(box);
+    return;
+  }
+  let where;
+  if (bankEventsGoTo === document.id) where = ['Its bank events go to this document, the one they were first applied to. Other sources also claim the reference:'];
+  else if (bankEventsGoTo) where = ['Its bank events go to another source\'s document, the one they were first applied to; this document gets none of them. The documents that claim it:'];
+  else where = ['Documents of several sources claim this reference and none, or more than one, has received its bank events: each event is held as ambiguous until an admin applies it (Bank events, Apply…). The others:'];
+  box.replaceChildren(
+    el('p', { 'data-testid': 'document-claims-where' }, ...where),
+    el('ul', {}, ...referenceClaims.map((claim) => claimItem(claim, bankEventsGoTo))),
+  );
+  box.hidden = false;
+}
+
 /** Shows a document of any source with its events, deliveries and bank events, below the search. */
 export async function openDocument(id, { focus = true } = {}) {
   const panel = $('document-detail');
@@ -154,6 +199,7 @@ export async function openDocument(id, { focus = true } = {}) {
     $('document-bank').hidden = !shownReference;
     if (shownReference) {
       $('document-bank-reference').textContent = shownReference;
+      renderClaims(detail);
       await documentBank.reload();
     }
     if (focus) {
@@ -185,6 +231,7 @@ export function resetDocuments() {
   documents.clear();
   documentDeliveries.clear();
   documentBank.clear();
+  hide($('document-claims'));
   $('documents-results').hidden = true;
   $('documents-form').reset();
   hide($('documents-alert'));

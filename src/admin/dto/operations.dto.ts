@@ -66,12 +66,38 @@ export class AdminDocumentPageDto {
   @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
 
+export class ReferenceClaimDto {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ example: 'other-erp' }) source: string;
+  @ApiProperty({ example: 'INV-2026-0042' }) externalId: string;
+  @ApiProperty({ enum: DOCUMENT_STATUSES }) status: string;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ description: 'A bank event has been applied to it: the reference is established for it' }) receivedBankEvents: boolean;
+}
+
 export class AdminDocumentDetailDto {
   @ApiProperty({ type: DocumentResponseDto }) document: DocumentResponseDto;
   @ApiProperty({ type: [DocumentEventDto], description: 'Its feed events, oldest first' }) events: DocumentEventDto[];
   @ApiProperty({ type: [AdminDeliveryDto], description: 'Push deliveries of those events, newest first (the first 50)' }) deliveries: AdminDeliveryDto[];
   @ApiProperty({ nullable: true, type: String, description: 'More deliveries: GET /admin/outbound-deliveries?documentId=…&cursor=…' })
   deliveriesNextCursor: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    format: 'uuid',
+    description:
+      "The document the bank's events for its providerReference go to, this one or another source's: the one a bank event has been applied to " +
+      '(established), else the only one with the reference. null when it has no providerReference, or when several documents claim the ' +
+      'reference and none has had a bank event applied (or several have, through administrators), so its events are held as ambiguous.',
+  })
+  bankEventsGoTo: string | null;
+  @ApiProperty({
+    type: [ReferenceClaimDto],
+    description:
+      'The documents of other sources with the same providerReference (established first, then oldest first; at most 50). One created after ' +
+      "the reference was established for another document is a later claim: it gets none of the reference's bank events.",
+  })
+  referenceClaims: ReferenceClaimDto[];
 }
 
 export class StatsQueryDto {

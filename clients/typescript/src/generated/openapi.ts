@@ -1314,6 +1314,20 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
+        ReferenceClaimDto: {
+            /** Format: uuid */
+            id: string;
+            /** @example other-erp */
+            source: string;
+            /** @example INV-2026-0042 */
+            externalId: string;
+            /** @enum {string} */
+            status: "PENDING_PAYMENT" | "PAID" | "PAYMENT_FAILED" | "CANCELLED" | "REFUNDED";
+            /** Format: date-time */
+            createdAt: string;
+            /** @description A bank event has been applied to it: the reference is established for it */
+            receivedBankEvents: boolean;
+        };
         AdminDocumentDetailDto: {
             document: components["schemas"]["DocumentResponseDto"];
             /** @description Its feed events, oldest first */
@@ -1322,6 +1336,13 @@ export interface components {
             deliveries: components["schemas"]["AdminDeliveryDto"][];
             /** @description More deliveries: GET /admin/outbound-deliveries?documentId=…&cursor=… */
             deliveriesNextCursor: string | null;
+            /**
+             * Format: uuid
+             * @description The document the bank's events for its providerReference go to, this one or another source's: the one a bank event has been applied to (established), else the only one with the reference. null when it has no providerReference, or when several documents claim the reference and none has had a bank event applied (or several have, through administrators), so its events are held as ambiguous.
+             */
+            bankEventsGoTo: string | null;
+            /** @description The documents of other sources with the same providerReference (established first, then oldest first; at most 50). One created after the reference was established for another document is a later claim: it gets none of the reference's bank events. */
+            referenceClaims: components["schemas"]["ReferenceClaimDto"][];
         };
         DeliveryBucketDto: {
             /**
