@@ -27,7 +27,7 @@ const LIFECYCLE_TABLE = `(VALUES ${LIFECYCLE.map(({ from, on, to }) => `('${from
  * (a data-modifying CTE): $1 eventId, $2 eventType, $3 status as sent, $4 providerReference, $5 raw body,
  * $6 signed at, $7 the status upper-cased. `target` locks the documents with the providerReference (for a
  * PAYMENT_STATUS event), each marked established when a bank event has been applied to it (its
- * payment_last_event_id is set); `decision` takes the document the event is for (provider-reference.ts,
+ * payment_last_event_id is set); `decision` takes the document the event is for (reference-claims.ts,
  * `bankEventTarget`): the one established document, or else the only document, and looks the (status,
  * event) pair up in the lifecycle's table (no row: refused). No established document among several, or
  * several established, make the event ambiguous, applied to none. `first` inserts nothing when the eventId
