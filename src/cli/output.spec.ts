@@ -26,6 +26,11 @@ describe('human output', () => {
       '7c9e6679-7425-40de-944b-e07fc1f90ae7  acme-erp  ACTIVE  sk_tax_abcde…WXYZ  ERP prod  2026-11-21T10:15:30Z  never    never',
       '',
     ]);
+    // A rotated key in its grace period: active, and the list says until when.
+    expect(keysTable([{ ...key, revokedAt: '2026-11-21T11:15:30.123Z' }]).split('\n')[1]).toBe(
+      '7c9e6679-7425-40de-944b-e07fc1f90ae7  acme-erp  ACTIVE until 2026-11-21T11:15:30Z  sk_tax_abcde…WXYZ  ERP prod  2026-11-21T10:15:30Z  never    never',
+    );
+    expect(keysTable([{ ...key, status: 'REVOKED', revokedAt: '2026-11-21T11:15:30.123Z' }])).toMatch(/ {2}REVOKED {2}/);
     expect(keysTable([], 'acme-erp')).toBe('No API keys for source acme-erp.\n');
     expect(keysTable([])).toBe('No API keys.\n');
   });

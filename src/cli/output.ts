@@ -54,11 +54,14 @@ export function revokedKey(key: ApiKeyView, already: boolean): string {
     : `Revoked API key ${label}: requests with it get 401 from now on.\n`;
 }
 
+/** A rotated key is ACTIVE until the end of its grace period, its revocation time, which the status then names. */
+const keyStatus = (key: ApiKeyView) => (key.status === 'ACTIVE' && key.revokedAt ? `ACTIVE until ${when(key.revokedAt)}` : key.status);
+
 export function keysTable(keys: ApiKeyView[], source?: string): string {
   if (keys.length === 0) return source ? `No API keys for source ${source}.\n` : 'No API keys.\n';
   return table(
     ['ID', 'SOURCE', 'STATUS', 'KEY', 'NAME', 'CREATED', 'EXPIRES', 'LAST USED'],
-    keys.map((k) => [k.id, k.source, k.status, masked(k), text(k.name), when(k.createdAt), when(k.expiresAt, 'never'), when(k.lastUsedAt, 'never')]),
+    keys.map((k) => [k.id, k.source, keyStatus(k), masked(k), text(k.name), when(k.createdAt), when(k.expiresAt, 'never'), when(k.lastUsedAt, 'never')]),
   );
 }
 

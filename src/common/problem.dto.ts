@@ -51,7 +51,9 @@ function exampleOf(code: ErrorCode, context: ProblemContext): { detail: string; 
   switch (code) {
     case 'UNAUTHORIZED':
       return {
-        detail: admin ? 'A valid admin token is required: Authorization: Bearer <ADMIN_TOKEN>' : 'A valid API key is required in the X-API-Key header',
+        detail: admin
+          ? 'A valid admin credential is required: Authorization: Bearer <token> (a personal adm_tax_… token or ADMIN_TOKEN), or a console session'
+          : 'A valid API key is required in the X-API-Key header',
       };
     case 'WEBHOOK_SIGNATURE_INVALID':
       return { detail: 'The webhook signature could not be verified' };

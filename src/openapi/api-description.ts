@@ -11,7 +11,10 @@ export const API_TAGS = [
   { name: 'events', description: "The feed of the source's document changes, oldest first." },
   { name: 'webhooks', description: "The bank's signed payment status notifications." },
   { name: 'webhook endpoints', description: "Push notifications: the client's HTTPS endpoints that receive the feed's events, signed per Standard Webhooks, and their delivery log." },
-  { name: 'admin', description: 'Key administration for operators, with the admin token.' },
+  {
+    name: 'admin',
+    description: "Administration for operators: API keys, administrators and their tokens, push endpoints and deliveries, bank events. With an administrator's personal token (`adm_tax_…`), the break-glass ADMIN_TOKEN, or a console session.",
+  },
   { name: 'operations', description: 'Liveness and readiness probes.' },
 ] as const;
 
@@ -21,8 +24,9 @@ export const API_TAGS = [
 export const API_DESCRIPTION = `Submit tax documents due for payment, follow their payment status, and administer API keys.
 
 **Authentication.** Every \`/api/v1\` call carries \`X-API-Key: sk_tax_…\`, a key bound to one source; it sees only
-that source's data. \`/admin\` calls carry \`Authorization: Bearer <ADMIN_TOKEN>\`. The bank webhook is authenticated
-by its signature; the health probes are public.
+that source's data. \`/admin\` calls carry \`Authorization: Bearer <token>\`: an administrator's personal token
+(\`adm_tax_…\`, with that administrator's role) or the break-glass \`ADMIN_TOKEN\`; the admin console sends its session
+cookie instead, after single sign-on. The bank webhook is authenticated by its signature; the health probes are public.
 
 **Retrying safely.** Every POST under \`/api/v1\` needs an \`X-Idempotency-Key\` (\`\` ${IDEMPOTENCY_KEY_PATTERN.source} \`\`). The
 same key and body again returns the stored answer with \`Idempotent-Replayed: true\` and performs nothing;

@@ -249,6 +249,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private outcomeOf(delivery: Claimed, result: AttemptResult): AttemptOutcome {
     if (result.ok) return 'succeeded';
     if (result.status === 410) return 'gone';
+    // The gateway's own address rule refused it, which every retry would meet again: an endpoint of a local
+    // trial, left behind after OUTBOUND_WEBHOOKS_ALLOW_PRIVATE was switched off, is not retried for days.
+    if (result.error === 'blocked_address') return 'failed';
     return delivery.retryStep < this.schedule.length ? 'retrying' : 'failed';
   }
 

@@ -86,6 +86,16 @@ describe('deploy/kubernetes: every manifest against the Kubernetes schemas', () 
     expect(unknownFields(objects)).toEqual([]);
   });
 
+  it('leaves the count of a workload an autoscaler scales to the autoscaler: no `replicas` that each `kubectl apply` would reset it to', () => {
+    const scaled = objects.filter(({ object }) => object.kind === 'HorizontalPodAutoscaler').map(({ object }) => (object as KubernetesObject & { spec: any }).spec.scaleTargetRef);
+    expect(scaled.length).toBeGreaterThan(0);
+    const targets = objects.filter(({ object }) =>
+      scaled.some((ref: { apiVersion: string; kind: string; name: string }) => ref.apiVersion === object.apiVersion && ref.kind === object.kind && ref.name === object.metadata?.name),
+    );
+    expect(targets.map(({ source }) => source)).toContainEqual(expect.stringMatching(/^deploy\/kubernetes\/deployment\.yaml#/));
+    expect(targets.filter(({ object }) => (object as KubernetesObject & { spec: { replicas?: number } }).spec.replicas !== undefined).map(({ source }) => source)).toEqual([]);
+  });
+
   it('lists in its kustomizations every file that exists, and every manifest but the Secret template and the examples', () => {
     const listed = kustomizations.flatMap(({ source, object }) => {
       const dir = join(ROOT, dirname(source.split('#')[0]));
@@ -129,7 +139,7 @@ describe('deploy/kubernetes: every manifest against the Kubernetes schemas', () 
 
 describe('deploy/kubernetes: the instances', () => {
   it('runs at least two non-root instances with a read-only root filesystem and no capabilities', () => {
-    expect(deployment.spec.replicas).toBeGreaterThanOrEqual(2);
+    expect(find('horizontalpodautoscaler.yaml', 'HorizontalPodAutoscaler').spec.minReplicas).toBeGreaterThanOrEqual(2);
     expect(podSpec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } });
     expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
     expect(container.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);

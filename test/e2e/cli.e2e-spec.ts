@@ -172,6 +172,14 @@ describe('operator CLI (node dist/cli.js)', () => {
         expect(Date.now() - rotatedAt).toBeGreaterThanOrEqual(2000);
         expect((await me(successor.key)).statusCode).toBe(200);
 
+        // A key rotated with a grace period is listed as active until the period ends.
+        const graced = await json(['keys', 'issue', '--source', old.source]);
+        const gracedSuccessor = await json(['keys', 'rotate', graced.id, '--grace-period-seconds', '3600']);
+        const revokedAt = (await rest(`/admin/api-keys/${graced.id}`)).revokedAt as string;
+        const listed = await cli(['keys', 'list', '--source', old.source], env());
+        expect(listed.stdout).toMatch(new RegExp(`^${graced.id}\\s+${old.source}\\s+ACTIVE until ${revokedAt.replace(/\.\d{3}Z$/, 'Z')}\\s`, 'm'));
+        expect(listed.stdout).toMatch(new RegExp(`^${gracedSuccessor.id}\\s+${old.source}\\s+ACTIVE\\s+sk_tax_`, 'm'));
+
         const human = await cli(['keys', 'rotate', successor.id], env());
         expect(human.code).toBe(0);
         expect(human.stdout).toMatch(new RegExp(`^Rotated API key ${successor.id} \\(source ${old.source}\\)\\. The old key has stopped working\\.`));

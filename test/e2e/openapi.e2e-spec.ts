@@ -145,6 +145,27 @@ describe('the OpenAPI document the gateway serves', () => {
     }
   });
 
+  it('shows, as its 401 examples, what the server answers, and names every admin credential the server takes', async () => {
+    const cases: Array<{ path: string; method: string; headers: Record<string, string> }> = [
+      { path: '/api/v1/documents', method: 'get', headers: { 'X-API-Key': 'sk_tax_nope' } },
+      { path: '/admin/api-keys', method: 'get', headers: {} },
+      { path: '/admin/api-keys', method: 'get', headers: { Authorization: 'Bearer adm_tax_nope' } },
+    ];
+    for (const { path, method, headers } of cases) {
+      const answer = await fetch(`${baseUrl}${path}`, { headers });
+      const example = document.paths[path][method].responses['401'].content!['application/problem+json'].examples!.UNAUTHORIZED.value;
+      expect({ path, status: answer.status, detail: ((await answer.json()) as { detail: string }).detail }).toEqual({ path, status: 401, detail: example.detail });
+    }
+    // Personal tokens, the break-glass token and the console's session, wherever the admin credential is described.
+    const admin = document.paths['/admin/api-keys'].get.responses['401'].content!['application/problem+json'].examples!.UNAUTHORIZED.value.detail as string;
+    const described = document as unknown as { info: { description: string }; tags: { name: string; description: string }[]; components: { securitySchemes: Record<string, { description: string }> } };
+    for (const text of [admin, described.info.description, described.tags.find((tag) => tag.name === 'admin')!.description, described.components.securitySchemes.adminToken.description]) {
+      expect(text).toContain('adm_tax_…');
+      expect(text).toContain('ADMIN_TOKEN');
+    }
+    for (const text of [admin, described.info.description, described.tags.find((tag) => tag.name === 'admin')!.description]) expect(text).toMatch(/session/);
+  });
+
   it('drives the whole journey through a client generated from it, with no hand-written types', async () => {
     const generated = join(ROOT, 'test', 'openapi-client', 'generated');
     await mkdir(generated, { recursive: true });

@@ -475,19 +475,24 @@ describe('push notifications to non-public addresses (OUTBOUND_WEBHOOKS_ALLOW_PR
     expect((await t.db.query('SELECT count(*)::int AS n FROM webhook_endpoints WHERE source = $1', [key.source])).rows[0].n).toBe(0);
   });
 
-  it('refuses at delivery time the address actually connected to, for a literal address and for a name that resolves to one', async () => {
+  it('refuses at delivery time the address actually connected to, for a literal address and for a name that resolves to one, and does not retry it', async () => {
     const key = await newSourceWithKey(t.app);
-    // As if registered while the name still resolved to a public address (DNS rebinding), or written by an older version.
+    // As if registered while the name still resolved to a public address (DNS rebinding), or while
+    // OUTBOUND_WEBHOOKS_ALLOW_PRIVATE was true (a local trial), or written by an older version.
     const urls = [hook.url, hook.url.replace('127.0.0.1', 'localhost')];
     for (const url of urls) {
       await t.db.query(`INSERT INTO webhook_endpoints (source, url, event_types, secret) VALUES ($1, $2, '{document.created}', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0')`, [key.source, url]);
     }
     await postDocument(t.app, key.key, documentBody(key.source));
-    const errors = await waitFor(async () => {
-      const { rows } = await t.db.query(`SELECT last_error FROM outbound_deliveries WHERE source = $1 AND attempts > 0`, [key.source]);
-      return rows.length === 2 && rows.map((r) => r.last_error);
+    const deliveries = await waitFor(async () => {
+      const { rows } = await t.db.query(`SELECT last_error, status, attempts, next_attempt_at FROM outbound_deliveries WHERE source = $1 AND attempts > 0`, [key.source]);
+      return rows.length === 2 && rows;
     }, 'both attempts');
-    expect(errors).toEqual(['blocked_address', 'blocked_address']);
+    // Failed at the first attempt: the rule that refused it would refuse every retry.
+    expect(deliveries).toEqual([
+      { last_error: 'blocked_address', status: 'failed', attempts: 1, next_attempt_at: null },
+      { last_error: 'blocked_address', status: 'failed', attempts: 1, next_attempt_at: null },
+    ]);
     expect(hook.messages).toHaveLength(0);
   });
 });

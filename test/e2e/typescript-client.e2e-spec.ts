@@ -14,7 +14,8 @@ import {
   GatewayWebhookVerificationError,
   RetryEvent,
 } from '../../clients/typescript/src';
-import { holdDocumentInsert } from '../support/database';
+import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.repository';
+import { holdDocumentInsert, holdInsert } from '../support/database';
 import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
 import { ROOT, spawnNode, waitFor } from '../support/processes';
 import { ScriptedProxy } from '../support/scripted-proxy';
@@ -338,7 +339,14 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       expect(readme).toContain(`\`\`\`ts\n${example}\`\`\``);
     });
 
-    it('type-checks against the built package and runs as written: creates, follows the feed, verifies pushes, resumes where it stopped', async () => {
+    /** The example run as the README runs it, against this test's gateway, with its state in `stateFile`. */
+    const startExample = (key: IssuedKey, stateFile: string, gatewayUrl = baseUrl) =>
+      spawnNode(['-r', 'ts-node/register/transpile-only', 'examples/integration.ts'], { TAX_GATEWAY_URL: gatewayUrl, TAX_GATEWAY_API_KEY: key.key, PUSH_PORT: '0', STATE_FILE: stateFile }, CLIENT);
+    const endpointsOf = async (source: string) => (await t.db.query('SELECT id FROM webhook_endpoints WHERE source = $1', [source])).rows.map((row: { id: string }) => row.id);
+    const registeredBy = (example: ReturnType<typeof spawnNode>) =>
+      waitFor(async () => /^registered push endpoint (\S+) at /m.exec(example.output())?.[1] ?? (example.child.exitCode !== null && 'exited'), 'the example to register its endpoint', 30_000);
+
+    it('type-checks against the built package and runs as written: creates, follows the feed, verifies pushes, resumes where it stopped, deletes its endpoint', async () => {
       // Built as `npm run build` builds it: the example imports the package by its name, i.e. dist/.
       await run(process.execPath, [TSC, '-p', join(CLIENT, 'tsconfig.build.json')]);
       await run(process.execPath, [TSC, '--noEmit', '-p', join(CLIENT, 'tsconfig.json')]);
@@ -349,14 +357,18 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       const readState = async () => JSON.parse(await readFile(stateFile, 'utf8'));
       /** One run until its own document came through the feed and as a push, then Ctrl-C; its output. */
       const runUntilItsDocumentArrives = async () => {
-        const example = spawnNode(['-r', 'ts-node/register/transpile-only', 'examples/integration.ts'], { TAX_GATEWAY_URL: baseUrl, TAX_GATEWAY_API_KEY: acme.key, PUSH_PORT: '0', STATE_FILE: stateFile }, CLIENT);
+        const example = startExample(acme, stateFile);
         try {
+          const endpointId = await registeredBy(example);
+          expect(await endpointsOf(acme.source)).toEqual([endpointId]);
           const documentId = await waitFor(async () => /^created (\S+) /m.exec(example.output())?.[1], 'the example to create its document', 30_000);
           await waitFor(async () => example.output().includes(`feed document.created ${documentId} PENDING_PAYMENT`), 'the example to see its event in the feed', 45_000);
           await waitFor(async () => example.output().includes(`push document.created ${documentId} PENDING_PAYMENT`), 'the example to receive and verify the push', 30_000);
           example.child.kill('SIGINT');
           expect(await example.exited).toBe(0);
           expect(example.output()).not.toMatch(/refused a push|Error/);
+          expect(example.output()).toMatch(new RegExp(`^deleted push endpoint ${endpointId}$`, 'm'));
+          expect(await endpointsOf(acme.source)).toEqual([]);
           return { documentId, output: example.output() };
         } finally {
           if (example.child.exitCode === null) example.child.kill('SIGKILL');
@@ -367,14 +379,70 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         const first = await runUntilItsDocumentArrives();
         const afterFirst = await readState();
         const second = await runUntilItsDocumentArrives();
-        // The second run resumed from the stored cursor and kept the endpoint (and its secret).
+        // The second run resumed from the stored cursor; neither left an endpoint behind.
         expect(second.output).not.toContain(first.documentId);
         const afterSecond = await readState();
-        expect(afterSecond.endpoint).toEqual(afterFirst.endpoint);
         const feed = clientOf(acme).events.list();
         await collect(feed);
-        expect(afterSecond).toEqual({ cursor: feed.cursor, endpoint: { id: expect.any(String), secret: expect.stringMatching(/^whsec_/) } });
+        expect(afterSecond).toEqual({ cursor: feed.cursor });
         expect(afterFirst.cursor).not.toEqual(afterSecond.cursor);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('deletes its endpoint when it fails after registering it, and when Ctrl-C comes before it follows the feed; the next run deletes one a killed run left', async () => {
+      const acme = await newSourceWithKey(t.app);
+      const dir = await mkdtemp(join(tmpdir(), 'client-example-'));
+      const stateFile = join(dir, 'state.json');
+      try {
+        // A stored cursor the gateway refuses: the feed fails after the endpoint is registered and the document created.
+        await writeFile(stateFile, JSON.stringify({ cursor: 'not-a-cursor' }));
+        const failing = startExample(acme, stateFile);
+        const failed = await registeredBy(failing);
+        expect(await failing.closed).toBe(1);
+        expect(failing.stderr()).toMatch(/^422 VALIDATION_ERROR: The request is not valid\n {2}after: /m);
+        expect(failing.output()).toContain(`deleted push endpoint ${failed}`);
+        expect(await endpointsOf(acme.source)).toEqual([]);
+
+        // Ctrl-C while the document is being created, before the feed is followed.
+        await writeFile(stateFile, '{}');
+        const hold = await holdInsert(t.db, t.databaseUrl, 'documents', `NEW.source = '${acme.source}'`);
+        try {
+          const interrupted = startExample(acme, stateFile);
+          const endpointId = await registeredBy(interrupted);
+          await hold.held();
+          interrupted.child.kill('SIGINT');
+          // The create is cut short at once; the delete goes through, or waits for the held create's
+          // transaction, which holds the source's endpoints lock (see ENDPOINTS_LOCK_NAMESPACE), to end.
+          const deleteWaiting = async () =>
+            (await t.db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND NOT granted`, [ENDPOINTS_LOCK_NAMESPACE])).rowCount! > 0;
+          await waitFor(async () => interrupted.output().includes(`deleted push endpoint ${endpointId}`) || (await deleteWaiting()), 'the example to delete its endpoint', 30_000);
+          await hold.release();
+          expect(await interrupted.closed).toBe(0);
+          expect(interrupted.output()).toContain(`deleted push endpoint ${endpointId}`);
+          expect(interrupted.output()).not.toMatch(/^created /m);
+          expect(interrupted.output()).toMatch(/^stopped$/m);
+          expect(await endpointsOf(acme.source)).toEqual([]);
+        } finally {
+          await hold.remove();
+        }
+
+        // A run killed outright cannot delete its endpoint; its state names it, and the next run deletes it first.
+        const killed = startExample(acme, stateFile);
+        const left = await registeredBy(killed);
+        await waitFor(async () => /^created /m.test(killed.output()), 'the killed run to create its document', 30_000);
+        killed.child.kill('SIGKILL');
+        await killed.exited;
+        expect(await endpointsOf(acme.source)).toEqual([left]);
+        expect(JSON.parse(await readFile(stateFile, 'utf8'))).toMatchObject({ endpointId: left });
+        const next = startExample(acme, stateFile);
+        const own = await registeredBy(next);
+        expect(next.output()).toContain(`deleted push endpoint ${left}`);
+        expect(await endpointsOf(acme.source)).toEqual([own]);
+        next.child.kill('SIGINT');
+        expect(await next.closed).toBe(0);
+        expect(await endpointsOf(acme.source)).toEqual([]);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
@@ -387,8 +455,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       try {
         await strict.app.listen({ port: 0, host: '127.0.0.1' });
         const acme = await newSourceWithKey(strict.app);
-        const env = { TAX_GATEWAY_URL: await strict.app.getUrl(), TAX_GATEWAY_API_KEY: acme.key, PUSH_PORT: '0', STATE_FILE: join(dir, 'state.json') };
-        const example = spawnNode(['-r', 'ts-node/register/transpile-only', 'examples/integration.ts'], env, CLIENT);
+        const example = startExample(acme, join(dir, 'state.json'), await strict.app.getUrl());
         expect(await example.closed).toBe(1);
         expect(example.stderr()).toMatch(/^422 VALIDATION_ERROR: The request is not valid\n {2}url: .*OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true.* \(request [0-9a-f-]{36}\)$/m);
       } finally {
