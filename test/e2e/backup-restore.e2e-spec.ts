@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from '../../src/database/embedded-postgres';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { advanceTransactionCounter } from '../../src/database/transaction-counter';
 import { documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey } from '../support/factories';
 import { spawnNode, startClusterProcess, startGateway, waitFor, ROOT } from '../support/processes';
@@ -55,6 +56,8 @@ describe('backup and restore into a new cluster', () => {
     for (const gateway of gateways) if (gateway.child.exitCode === null) gateway.child.kill('SIGKILL');
     await cluster?.stop();
     await a?.close();
+    // As root the restored cluster lives under /var/lib/tax-document-gateway, linked from scratch/cluster: it goes too.
+    if (scratch) await removeDataDir(join(scratch, 'cluster'));
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
