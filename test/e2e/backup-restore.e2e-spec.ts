@@ -122,7 +122,7 @@ describe('backup and restore into a new cluster', () => {
     const port = await freePort();
     const b = startGateway({ ...env, PORT: String(port) });
     gateways.push(b);
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200, 'the restored gateway to be ready', 30_000);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200, 'the restored gateway to be ready');
     const auth = { 'x-api-key': key.key };
 
     // Exactly-once survives: every retried request replays its stored answer, and nothing runs again.
