@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
-import { execute, mayCreateDatabase } from './cli/commands';
+import { createInterface } from 'node:readline/promises';
+import { runClusterCommand } from './cli/clusters';
+import { execute, isClusterCommand, mayCreateDatabase } from './cli/commands';
 import { classify, EXIT, exitCodeOf, messageOf, problemOf, UsageError } from './cli/exit-codes';
 import { openOperatorDatabase } from './cli/operator-database';
 import { Io, parseCommandLine } from './cli/program';
@@ -17,6 +19,18 @@ const io: Io = {
   err: (text) => process.stderr.write(text),
 };
 
+/** A question on stderr, the answer from the terminal; none when stdin is not a terminal (a script, a pipe). */
+const ask = process.stdin.isTTY
+  ? async (question: string) => {
+      const terminal = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return await terminal.question(question);
+      } finally {
+        terminal.close();
+      }
+    }
+  : null;
+
 /** Before the parser has decided: whether the operator asked for JSON, so even a bad command line fails as problem+json. */
 const asksForJson = (argv: string[]) => argv.slice(0, argv.includes('--') ? argv.indexOf('--') : undefined).includes('--json');
 
@@ -26,6 +40,8 @@ async function main(argv: string[]): Promise<number> {
     const parsed = await parseCommandLine(argv, io);
     if (parsed.kind === 'help') return EXIT.OK;
     json = parsed.json;
+    // Files only: no configuration, no database.
+    if (isClusterCommand(parsed.command)) return await runClusterCommand(parsed.command, { json, io, ask });
     loadEnvFile();
     // Which database, which migrations: for a person; with --json stderr carries a failure only.
     const notice = json ? () => undefined : (line: string) => io.err(`${line}\n`);

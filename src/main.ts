@@ -5,6 +5,7 @@ import { createApp } from './app.factory';
 import { Readiness } from './health/readiness';
 import { AppConfig, ConfigValidationError, loadConfig } from './config/app-config';
 import { locateDatabase } from './database/database-location';
+import { leftoverClustersNotice } from './database/root-clusters';
 import { startupBanner } from './startup/banner';
 import { loadEnvFile } from './startup/env-file';
 import { resolveStartupSecrets } from './startup/generated-secrets';
@@ -33,6 +34,12 @@ async function bootstrap(): Promise<void> {
   const secrets = await resolveStartupSecrets(config);
   const database = await locateDatabase(config, { log: (message) => log.info(message) });
   log.info(`Database: ${database.description}`);
+  // As root, every DATA_DIR deleted without its cluster leaves one behind (README, "As root"); after the
+  // database is located, so this start's own cluster has recorded its DATA_DIR. A check that fails says nothing.
+  if (process.getuid?.() === 0) {
+    const leftovers = await leftoverClustersNotice().catch(() => null);
+    if (leftovers) log.warn(leftovers);
+  }
   const app = await createApp({ config, databaseUrl: database.url, logDestination: output }).catch(async (error) => {
     await database.release();
     throw error;

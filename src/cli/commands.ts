@@ -32,6 +32,14 @@ export type CliCommand =
   | { name: 'deliveries list'; filter: { source?: string; status?: DeliveryStatus; attention?: boolean; documentId?: string }; paging: Paging }
   | { name: 'deliveries retry'; id: string };
 
+/**
+ * The embedded clusters that root's gateways left under /var/lib/tax-document-gateway (README, "As root"):
+ * files only, no database. `dir`: where to look; `unrecorded`: also remove those that do not record their DATA_DIR.
+ */
+export type ClusterCommand = { name: 'clusters list'; dir: string } | { name: 'clusters prune'; dir: string; yes: boolean; unrecorded: boolean };
+
+export const isClusterCommand = (command: CliCommand | ClusterCommand): command is ClusterCommand => command.name.startsWith('clusters ');
+
 /** What a command answers: `body` is the REST API's JSON (`--json`), `text` the same for a person. */
 export interface Outcome {
   body: unknown;

@@ -1,5 +1,6 @@
 import type { ApiKeyView } from '../auth/api-keys.service';
-import { deliveriesTable, endpointsTable, issuedKey, issuedToken, keysTable, printable, revokedKey, rotatedKey, table } from './output';
+import type { RootCluster } from '../database/root-clusters';
+import { clustersTable, deliveriesTable, endpointsTable, issuedKey, issuedToken, keysTable, printable, revokedKey, rotatedKey, size, table } from './output';
 
 const key: ApiKeyView = {
   id: '7c9e6679-7425-40de-944b-e07fc1f90ae7',
@@ -91,5 +92,23 @@ describe('human output', () => {
     expect(header).toMatch(/^ID\s+SOURCE\s+STATUS\s+EVENT\s+ATTEMPTS\s+LAST ATTEMPT\s+RESULT\s+NEXT ATTEMPT\s+DOCUMENT\s+ENDPOINT$/);
     expect(row).toMatch(/^17\s+acme-erp\s+pending\s+document\.created\s+2\s+2026-11-21T10:16:00Z\s+timeout\s+2026-11-21T10:21:00Z\s+-\s+https:\/\/erp\.example\/hooks$/);
     expect(deliveriesTable([delivery, { ...delivery, id: '18', lastResponseStatus: 500 }])).toMatch(/\n18 .* 500 /);
+  });
+
+  it('lists clusters with their state, size as du would say it, postmaster and DATA_DIR, and names a recorded DATA_DIR without its link', () => {
+    const base = { linkedFrom: [], postmasterPid: null, dataDirs: null };
+    const clusters: RootCluster[] = [
+      { ...base, id: '1111111111111111', path: '/c/1111111111111111', state: 'linked', bytes: 49_283_072, dataDirs: ['/srv/old', '/srv/a'], linkedFrom: ['/srv/a'] },
+      { ...base, id: '2222222222222222', path: '/c/2222222222222222', state: 'running', bytes: 2048, dataDirs: ['/tmp/x\u001b[2J'], postmasterPid: 42 },
+      { ...base, id: '3333333333333333', path: '/c/3333333333333333', state: 'unrecorded', bytes: 0 },
+    ];
+    expect(clustersTable(clusters, '/c').split('\n')).toEqual([
+      'ID                STATE       SIZE      POSTMASTER  DATA_DIR',
+      '1111111111111111  linked      47.0 MiB  -           /srv/a',
+      '2222222222222222  running     2.0 KiB   pid 42      /tmp/x?[2J (no link)',
+      '3333333333333333  unrecorded  0 B       -           -',
+      '',
+    ]);
+    expect(clustersTable([], '/c')).toBe('No clusters in /c.\n');
+    expect([1023, 1024, 1536 * 1024 * 1024].map(size)).toEqual(['1023 B', '1.0 KiB', '1.5 GiB']);
   });
 });

@@ -3,6 +3,7 @@ import type { AdminTokenView, AdminView } from '../admin/admins.service';
 import type { ApiKeyView } from '../auth/api-keys.service';
 import type { AdminDeliveryDto } from '../outbound-webhooks/dto/delivery.dto';
 import type { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto';
+import type { RootCluster } from '../database/root-clusters';
 
 /** The human output of each command: tables for lists, a few lines for a change. `--json` bypasses all of it. */
 
@@ -135,4 +136,56 @@ export function deliveriesTable(deliveries: AdminDeliveryDto[]): string {
 
 export function deliveryRetried(delivery: AdminDeliveryDto): string {
   return `Delivery ${delivery.id} (${delivery.source}, ${delivery.eventType}) to ${printable(delivery.endpointUrl)} is due again now; the gateway attempts it at once.\n`;
+}
+
+/** As du -h would say it, in binary units. */
+export function size(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** The DATA_DIRs a cluster names: those linking to it when some do, else those it records, each marked gone. */
+function clusterDataDirs(cluster: RootCluster): string {
+  if (cluster.linkedFrom.length > 0) return cluster.linkedFrom.map(printable).join(', ');
+  if (!cluster.dataDirs?.length) return '-';
+  return cluster.dataDirs.map((dir) => `${printable(dir)} (no link)`).join(', ');
+}
+
+export function clustersTable(clusters: RootCluster[], dir: string): string {
+  if (clusters.length === 0) return `No clusters in ${printable(dir)}.\n`;
+  return table(
+    ['ID', 'STATE', 'SIZE', 'POSTMASTER', 'DATA_DIR'],
+    clusters.map((c) => [c.id, c.state, size(c.bytes), c.postmasterPid === null ? '-' : `pid ${c.postmasterPid}`, clusterDataDirs(c)]),
+  );
+}
+
+/** For a person, after the list: what each state that needs a decision means, and what to run. */
+export function clustersHints(clusters: RootCluster[]): string[] {
+  const of = (state: RootCluster['state']) => clusters.filter((c) => c.state === state);
+  const hints: string[] = [];
+  const orphaned = of('orphaned');
+  if (orphaned.length > 0) {
+    const total = size(orphaned.reduce((sum, c) => sum + c.bytes, 0));
+    hints.push(`orphaned: no DATA_DIR links to it any more; 'tdg clusters prune' removes ${orphaned.length === 1 ? 'it' : `these ${orphaned.length}`} (${total}).`);
+  }
+  if (of('running').length > 0) hints.push('running: no DATA_DIR links to it, but its postmaster runs; prune leaves it until that process has stopped.');
+  if (of('unrecorded').length > 0) {
+    hints.push(
+      "unrecorded: made before clusters recorded their DATA_DIR. Start the gateway once on each DATA_DIR you keep, so that it records it; then 'tdg clusters prune --unrecorded' removes the rest.",
+    );
+  }
+  return hints;
+}
+
+export function clustersRemoved(removed: RootCluster[], kept: RootCluster[]): string {
+  const lines = removed.map((c) => `Removed ${c.path} (${size(c.bytes)}).`);
+  for (const c of kept) lines.push(`Kept ${c.path}: it is ${c.state} now.`);
+  if (removed.length > 1) lines.push(`Freed ${size(removed.reduce((sum, c) => sum + c.bytes, 0))}.`);
+  return `${lines.join('\n')}\n`;
 }

@@ -40,6 +40,9 @@ describe('parseCommandLine', () => {
       { name: 'deliveries list', filter: { source: 'acme-erp', status: 'failed', attention: true, documentId: '7c9e6679-7425-40de-944b-e07fc1f90ae7' }, paging: { limit: 50, all: false } },
     ],
     [['deliveries', 'retry', '17'], { name: 'deliveries retry', id: '17' }],
+    [['clusters', 'list'], { name: 'clusters list', dir: '/var/lib/tax-document-gateway' }],
+    [['clusters', 'prune'], { name: 'clusters prune', dir: '/var/lib/tax-document-gateway', yes: false, unrecorded: false }],
+    [['clusters', 'prune', '--dir', '/srv/copy', '--yes', '--unrecorded'], { name: 'clusters prune', dir: '/srv/copy', yes: true, unrecorded: true }],
     // The names of the first CLI keep working for the scripts that use them.
     [['api-keys', 'create', '--source', 'acme-erp'], { name: 'keys issue', input: { source: 'acme-erp' } }],
   ])('%j', async (argv, command) => {
@@ -49,7 +52,7 @@ describe('parseCommandLine', () => {
   it('takes --json on every command that runs something, and only there', async () => {
     const program = buildProgram(capture(), () => undefined);
     const leaves = leavesOf(program);
-    expect(leaves).toHaveLength(15);
+    expect(leaves).toHaveLength(17);
     for (const leaf of leaves) expect(leaf.options.map((o) => o.long)).toContain('--json');
     for (const group of [program, ...program.commands.filter((c) => c.commands.length)]) expect(group.options.map((o) => o.long)).not.toContain('--json');
     await expect(parse(['deliveries', 'retry', '17', '--json'])).resolves.toEqual({ kind: 'run', command: { name: 'deliveries retry', id: '17' }, json: true });

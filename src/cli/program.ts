@@ -7,7 +7,8 @@ import { AppError } from '../common/app-error';
 import { createValidationPipe } from '../common/validation';
 import { AdminDeliveriesQueryDto } from '../outbound-webhooks/dto/delivery.dto';
 import { DELIVERY_STATUSES } from '../outbound-webhooks/outbound-delivery.entity';
-import { CliCommand, Paging } from './commands';
+import { ROOT_CLUSTERS_HOME } from '../database/root-clusters';
+import { CliCommand, ClusterCommand, Paging } from './commands';
 import { EXIT, flagOf, UsageError } from './exit-codes';
 
 export const BIN = 'tdg';
@@ -18,7 +19,7 @@ export interface Io {
 }
 
 /** `help`: the parser printed help, and that is all (exit code 0); else a command to run. */
-export type Parsed = { kind: 'help' } | { kind: 'run'; command: CliCommand; json: boolean };
+export type Parsed = { kind: 'help' } | { kind: 'run'; command: CliCommand | ClusterCommand; json: boolean };
 
 const EPILOG = `
 Every command takes --json: stdout then carries exactly the REST API's answer
@@ -28,7 +29,7 @@ problem+json object on stderr.
 The database is found as the gateway finds it: DATABASE_URL, else the PG*
 variables, else the embedded PostgreSQL under DATA_DIR (default ./.data),
 shared with a gateway running on it. Changes are audited with the actor type
-"cli" and the address "cli".
+"cli" and the address "cli". The clusters commands need no database.
 
 Exit codes:
   ${EXIT.OK}  done
@@ -41,6 +42,7 @@ Exit codes:
 `;
 
 const JSON_HELP = "print the REST API's JSON answer on stdout, and a failure as problem+json on stderr";
+const CLUSTERS_JSON_HELP = 'print the answer as one JSON document on stdout (docs/cli.md), and a failure as problem+json on stderr';
 
 /** The commands that run something: those without commands of their own. */
 export const leavesOf = (command: Command): Command[] => (command.commands.length ? command.commands.flatMap(leavesOf) : [command]);
@@ -95,7 +97,7 @@ async function listQuery<T extends PageQueryDto>(
  * The command tree. Each action validates its options with the REST API's DTO and hands the command to
  * `run`; nothing touches the database before the whole command line is known to be good.
  */
-export function buildProgram(io: Io, run: (command: CliCommand, json: boolean) => void): Command {
+export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand, json: boolean) => void): Command {
   const program = new Command(BIN)
     .description('Operator CLI of the Tax Document Gateway: API keys, administrators and their tokens, push endpoints and deliveries, on the database directly.')
     .exitOverride()
@@ -103,7 +105,7 @@ export function buildProgram(io: Io, run: (command: CliCommand, json: boolean) =
     .configureOutput({ writeOut: io.out, writeErr: () => undefined, outputError: () => undefined })
     .addHelpText('after', EPILOG);
 
-  const done = (command: Command, parsed: CliCommand) => run(parsed, command.opts().json === true);
+  const done = (command: Command, parsed: CliCommand | ClusterCommand) => run(parsed, command.opts().json === true);
 
   const keys = program.command('keys').alias('api-keys').description('API keys of client applications (sources)');
   keys.command('issue').description('issue an API key for a source; the key is printed once, never again')
@@ -209,8 +211,19 @@ export function buildProgram(io: Io, run: (command: CliCommand, json: boolean) =
     .argument('<id>', "the delivery's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'deliveries retry', id }));
 
+  const clusters = program.command('clusters').description(`embedded clusters left under ${ROOT_CLUSTERS_HOME} by starts as root whose DATA_DIR is gone; no database needed`);
+  const dirOption = () => new Option('--dir <dir>', 'the directory the clusters are in').default(ROOT_CLUSTERS_HOME);
+  clusters.command('list').description("every cluster there, its state (linked, running, orphaned, unrecorded), size and DATA_DIR")
+    .addOption(dirOption())
+    .action((options, command: Command) => done(command, { name: 'clusters list', dir: options.dir }));
+  clusters.command('prune').description('remove the orphaned clusters, after asking; never one a DATA_DIR links to or a running postmaster uses')
+    .addOption(dirOption())
+    .option('--yes', 'remove without asking (needed where there is no terminal to ask in)')
+    .option('--unrecorded', 'also remove the clusters that do not record their DATA_DIR (made by an earlier version; see list)')
+    .action((options, command: Command) => done(command, { name: 'clusters prune', dir: options.dir, yes: options.yes === true, unrecorded: options.unrecorded === true }));
+
   // Every command that runs something takes --json, listed last in its help.
-  for (const command of leavesOf(program)) command.option('--json', JSON_HELP);
+  for (const command of leavesOf(program)) command.option('--json', command.parent === clusters ? CLUSTERS_JSON_HELP : JSON_HELP);
   return program;
 }
 

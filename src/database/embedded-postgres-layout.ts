@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, readlink, rename, rm, stat, symlink } from 'node:fs/promises';
 import { arch, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { clusterIdOf, recordDataDir, ROOT_CLUSTERS_HOME } from './root-clusters';
 
 /** Thrown when the embedded PostgreSQL cannot start; the message is one line an operator can act on. */
 export class EmbeddedPostgresError extends Error {
@@ -21,14 +21,6 @@ export interface ClusterLayout {
   binDir: string;
   runAs?: PostgresUser;
 }
-
-/**
- * As root, PostgreSQL runs as the `postgres` user, which often cannot enter the directory the project
- * was cloned into (root's home and every `mktemp -d` are mode 0700). Rather than loosen the
- * permissions of the operator's directories, the cluster and a copy of the binaries live here, owned
- * by `postgres`; DATA_DIR/pg is a symbolic link to the cluster, so DATA_DIR stays the place to look.
- */
-export const ROOT_CLUSTERS_HOME = '/var/lib/tax-document-gateway';
 
 const run = promisify(execFile);
 
@@ -74,22 +66,25 @@ async function binariesCopy(home: string): Promise<string> {
   return join(target, 'bin');
 }
 
-/** The cluster's directory outside DATA_DIR, owned by `postgres`; DATA_DIR/pg links to it. */
+/**
+ * The cluster's directory outside DATA_DIR, owned by `postgres`; DATA_DIR/pg links to it, and it records
+ * DATA_DIR, so that `tdg clusters` can tell a cluster whose DATA_DIR is gone (src/database/root-clusters.ts).
+ */
 async function rootClusterDir(dataDir: string, user: PostgresUser): Promise<string> {
   const link = join(dataDir, 'pg');
   const existing = await lstat(link).catch(() => null);
   // An earlier layout kept the cluster in DATA_DIR itself: keep using it where it is.
   if (existing?.isDirectory()) return link;
-  const clusterDir = existing?.isSymbolicLink()
-    ? await readlink(link)
-    : join(ROOT_CLUSTERS_HOME, createHash('sha256').update(dataDir).digest('hex').slice(0, 16), 'pg');
+  const clusterDir = existing?.isSymbolicLink() ? await readlink(link) : join(ROOT_CLUSTERS_HOME, clusterIdOf(dataDir), 'pg');
   const home = dirname(clusterDir);
   // A link the operator made elsewhere is theirs to prepare: never change the owner of a directory we did not create.
   if (dirname(home) !== ROOT_CLUSTERS_HOME) return clusterDir;
+  // The link before the directory, and the record right after it: a cluster being made is never taken for orphaned.
+  if (!existing) await symlink(clusterDir, link);
   await mkdir(home, { recursive: true, mode: 0o700 });
+  await recordDataDir(home, dataDir);
   await chown(home, user.uid, user.gid);
   await chmod(home, 0o700);
-  if (!existing) await symlink(clusterDir, link);
   return clusterDir;
 }
 

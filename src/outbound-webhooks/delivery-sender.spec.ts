@@ -54,7 +54,8 @@ describe('DeliverySender', () => {
     const started = performance.now();
     const result = await sender.send(url, {}, '{}');
     expect(result).toMatchObject({ ok: false, status: null, error: 'timeout' });
-    expect(performance.now() - started).toBeLessThan(3000);
+    // Without the attempt's own timer the answer would trickle on for ever; the bound leaves room for a busy machine.
+    expect(performance.now() - started).toBeLessThan(10_000);
     await sender.close();
   });
 

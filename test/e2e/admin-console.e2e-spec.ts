@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BrowserContext, chromium, Locator, Page } from 'playwright-core';
 import { CONSOLE_SCRIPTS } from '../../src/admin/console-assets';
-import { describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
+import { BROWSER_TIMEOUT_MS, describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
 import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { waitFor } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
@@ -153,9 +153,9 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
       args: CHROMIUM_ARGS,
       viewport: { width: 1280, height: 900 },
       timezoneId: 'UTC',
+      timeout: BROWSER_TIMEOUT_MS,
     });
-    // Every wait here is for a local page; a broken one should fail fast, well inside Jest's timeout.
-    context.setDefaultTimeout(10000);
+    context.setDefaultTimeout(BROWSER_TIMEOUT_MS);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl });
     // Reported to the console, so `watch` sees any violation even if Chromium stopped logging its own line.
     await context.addInitScript(() =>
@@ -241,7 +241,7 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     expect(await p.getByTestId('sso').isVisible()).toBe(false);
     expect(await p.getByLabel('Admin token').isVisible()).toBe(true);
     // The probe for a session cookie (none here) is refused, and that is all that went wrong.
-    await waitFor(async () => seen.some((s) => SESSION_PROBE.test(s)), 'the probe to be logged', 5000);
+    await waitFor(async () => seen.some((s) => SESSION_PROBE.test(s)), 'the probe to be logged');
     expect(unexpected(seen)).toEqual([]);
     expect(await failures()).toBe(before);
     await p.close();

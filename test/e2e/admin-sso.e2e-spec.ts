@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
 import { Client } from 'pg';
-import { describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
+import { BROWSER_TIMEOUT_MS, describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { spawnNode, Spawned, startGateway, waitFor } from '../support/processes';
 
@@ -58,7 +58,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
    */
   const signIn = async (login: string): Promise<{ context: BrowserContext; page: Page; landedOn: string }> => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(15000);
+    context.setDefaultTimeout(BROWSER_TIMEOUT_MS);
     const page = await context.newPage();
     let landedOn = '';
     page.on('response', (response) => {
@@ -72,7 +72,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
     await page.fill('input[name="password"]', 'any password');
     await page.click('button[type="submit"]');
     await page.waitForURL(new RegExp(`^${baseUrl}/admin`));
-    await waitFor(async () => landedOn, 'the callback to answer', 15000);
+    await waitFor(async () => landedOn, 'the callback to answer');
     return { context, page, landedOn };
   };
   /** GET /admin/me as the page itself asks it: same origin, the session cookie sent by the browser. */
@@ -104,7 +104,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
     await waitFor(async () => (await fetch(`${baseUrl}/health/ready`)).ok || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.output()))), 'the gateway');
     await db.connect();
     userDataDir = await mkdtemp(join(tmpdir(), 'admin-sso-chromium-'));
-    browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
+    browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS, timeout: BROWSER_TIMEOUT_MS });
   });
 
   afterAll(async () => {
@@ -240,7 +240,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
   it("refuses a callback whose state was tampered with, or that this browser did not start (a login forged for someone else's account)", async () => {
     const kim = await newAdmin(`kim.${Date.now()}@example.com`, 'admin');
     const context = await browser.newContext();
-    context.setDefaultTimeout(15000);
+    context.setDefaultTimeout(BROWSER_TIMEOUT_MS);
     try {
       const page = await context.newPage();
       // The provider's answer to the sign-in form redirects twice, the second time to the gateway's callback;
@@ -258,7 +258,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       await page.fill('input[name="login"]', kim.email);
       await page.fill('input[name="password"]', 'any password');
       await page.click('button[type="submit"]');
-      await waitFor(async () => callback, 'the provider to send the browser back', 15000);
+      await waitFor(async () => callback, 'the provider to send the browser back');
       expect(callback).toMatch(new RegExp(`^${baseUrl}/admin/auth/callback\\?code=`));
 
       // The code and state as the provider issued them, opened in a browser that never started this sign-in.

@@ -3,6 +3,7 @@ import { hashApiKey } from '../../src/auth/api-key-format';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { KEY_USAGE_FLUSH_JOB, KeyUsageRecorder } from '../../src/auth/key-usage.recorder';
 import { adminHeaders, documentBody, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
+import { waitFor } from '../support/processes';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const me = (t: TestApp, key?: string) =>
@@ -85,10 +86,14 @@ describe('API keys on /api/v1', () => {
   });
 
   it('stops a key at its expiry', async () => {
-    const issued = await newSourceWithKey(t.app, undefined, { expiresAt: new Date(Date.now() + 1500).toISOString() });
-    expect((await me(t, issued.key)).statusCode).toBe(200);
-    await new Promise((r) => setTimeout(r, 1600));
-    expect((await me(t, issued.key)).statusCode).toBe(401);
+    // Works before its expiry: an hour ahead, however long this machine takes to get to the check.
+    const later = await newSourceWithKey(t.app, undefined, { expiresAt: new Date(Date.now() + 3600_000).toISOString() });
+    expect((await me(t, later.key)).statusCode).toBe(200);
+    // Stops at it, and not before (far enough ahead that it is still in the future when the key is issued).
+    const expiresAt = Date.now() + 5000;
+    const soon = await newSourceWithKey(t.app, undefined, { expiresAt: new Date(expiresAt).toISOString() });
+    const stoppedBy = await waitFor(async () => (await me(t, soon.key)).statusCode === 401 && Date.now(), 'the key to stop');
+    expect(stoppedBy).toBeGreaterThanOrEqual(expiresAt);
   });
 
   it('records lastUsedAt in batches, not with a write per request', async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from '../../src/database/embedded-postgres';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { advanceTransactionCounter } from '../../src/database/transaction-counter';
 import { documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey } from '../support/factories';
 import { spawnNode, startClusterProcess, startGateway, waitFor, ROOT } from '../support/processes';
@@ -55,6 +56,8 @@ describe('backup and restore into a new cluster', () => {
     for (const gateway of gateways) if (gateway.child.exitCode === null) gateway.child.kill('SIGKILL');
     await cluster?.stop();
     await a?.close();
+    // As root the restored cluster lives under /var/lib/tax-document-gateway, linked from scratch/cluster: it goes too.
+    if (scratch) await removeDataDir(join(scratch, 'cluster'));
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
@@ -119,7 +122,7 @@ describe('backup and restore into a new cluster', () => {
     const port = await freePort();
     const b = startGateway({ ...env, PORT: String(port) });
     gateways.push(b);
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200, 'the restored gateway to be ready', 30_000);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200, 'the restored gateway to be ready');
     const auth = { 'x-api-key': key.key };
 
     // Exactly-once survives: every retried request replays its stored answer, and nothing runs again.

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { mkdtemp } from 'node:fs/promises';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { tmpdir } from 'node:os';
@@ -86,8 +87,17 @@ describe('the database failing under load', () => {
     expect(events.rows[0].n).toBe(received.length);
   }
 
+  /** Until the load has had a create and a bank event acknowledged, each started at `since` or later: it is under way. */
+  const acknowledged = (outcomes: Outcome[], since: number) =>
+    waitFor(
+      async () =>
+        outcomes.some((o) => o.kind === 'create' && o.status === 201 && o.startedAt >= since) &&
+        outcomes.some((o) => o.kind === 'webhook' && o.status === 200 && o.startedAt >= since),
+      'a create and a bank event acknowledged',
+    );
+
   const reconnect = async () => {
-    await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness', 30000);
+    await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness');
     // The test's own connection went with the server.
     await t.db.end().catch(() => undefined);
     t.db = new Client({ connectionString: t.databaseUrl });
@@ -115,11 +125,11 @@ describe('the database failing under load', () => {
 
   it('answers only 503s, never a 500, while PostgreSQL restarts (fast shutdown), and loses nothing acknowledged', async () => {
     const running = load(12);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await acknowledged(running.outcomes, 0);
     await cluster.stop();
     await new Promise((resolve) => setTimeout(resolve, 500));
     cluster = await startClusterProcess(dataDir, port);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await acknowledged(running.outcomes, performance.now());
     const outcomes = await running.stop();
     await reconnect();
     expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
@@ -129,11 +139,11 @@ describe('the database failing under load', () => {
 
   it('answers only 503s while PostgreSQL crashes (its postmaster killed) and recovers, and loses nothing acknowledged', async () => {
     const running = load(12);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await acknowledged(running.outcomes, 0);
     process.kill(postmasterPid(), 'SIGKILL');
     await cluster.stop();
     cluster = await startClusterProcess(dataDir, port);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await acknowledged(running.outcomes, performance.now());
     const outcomes = await running.stop();
     await reconnect();
     expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
@@ -150,9 +160,12 @@ describe('the database failing under load', () => {
     expect(t.logs()).not.toMatch(/"level":50/);
   });
 
-  it('ends every request, bank events included, within the statement limit plus a second while PostgreSQL is frozen', async () => {
+  it('ends every request, bank events included, within the statement limit plus a second (and any lag of a busy machine) while PostgreSQL is frozen', async () => {
     const running = load(12);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await acknowledged(running.outcomes, 0);
+    // The gateway's timers fire late by as much as this process's event loop lags (a busy machine): that much is allowed on top.
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
     // SIGSTOP: every server process stays, its sockets stay open, nothing answers, not even a new connection.
     const pids = serverPids();
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
@@ -161,13 +174,15 @@ describe('the database failing under load', () => {
     await new Promise((resolve) => setTimeout(resolve, 4000));
     for (const pid of pids) process.kill(pid, 'SIGCONT');
     const thawedAt = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await acknowledged(running.outcomes, thawedAt);
     const outcomes = await running.stop();
+    lag.disable();
     // The requests that were in flight at the freeze or started during it, and ended before the thaw.
     const during = outcomes.filter((o) => o.endedAt > frozenAt && o.startedAt < thawedAt && o.endedAt < thawedAt);
     expect(during.length).toBeGreaterThan(0);
     expect(new Set(during.map((o) => o.kind))).toEqual(new Set(['create', 'webhook', 'read']));
-    const tooSlow = outcomes.filter((o) => o.endedAt > frozenAt && o.endedAt - Math.max(o.startedAt, frozenAt) > 1000 + 1000);
+    // Those the freeze caught: none waited for the thaw.
+    const tooSlow = outcomes.filter((o) => o.endedAt > frozenAt && o.startedAt < thawedAt && o.endedAt - Math.max(o.startedAt, frozenAt) > 1000 + 1000 + lag.max / 1e6);
     expect(tooSlow.map((o) => `${o.kind} ${o.status} ${Math.round(o.endedAt - o.startedAt)} ms`)).toEqual([]);
     expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
     await reconnect();
@@ -205,7 +220,9 @@ describe('the database failing under load', () => {
   it('stops opening connections while PostgreSQL is frozen, one attempt at a time reaching it, and serves again at once after the thaw', async () => {
     const logsBefore = t.logs().length;
     const running = load(12);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await acknowledged(running.outcomes, 0);
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
     const pids = serverPids();
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
     // Many times the pool's bound on opening a connection (the statement limit plus the slack, 1.5 s here):
@@ -215,15 +232,17 @@ describe('the database failing under load', () => {
     for (const pid of pids) process.kill(pid, 'SIGCONT');
     const thawedAt = performance.now();
     const servedAfterThaw = () => running.outcomes.filter((o) => o.startedAt >= thawedAt && o.status !== 503);
-    await waitFor(async () => new Set(servedAfterThaw().map((o) => o.kind)).size === 3, 'creates, bank events and reads served after the thaw', 30_000);
+    await waitFor(async () => new Set(servedAfterThaw().map((o) => o.kind)).size === 3, 'creates, bank events and reads served after the thaw');
     const outcomes = await running.stop();
+    lag.disable();
     await reconnect();
 
     // The first failed attempts of the pool's four slots and of the requests already waiting for them, and
     // the gate's one or two: not one per slot per 1.5 s of the freeze.
     expect(abandoned).toBeLessThanOrEqual(4 * 2 + 2);
     const firstServed = Math.min(...servedAfterThaw().map((o) => o.endedAt)) - thawedAt;
-    expect(firstServed).toBeLessThan(5000);
+    // Within moments (docs/operations.md has the figures), and any lag of a busy machine on top.
+    expect(firstServed).toBeLessThan(5000 + lag.max / 1e6);
     expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
     await nothingAcknowledgedLost(outcomes);
     const logs = t.logs().slice(logsBefore);

@@ -45,7 +45,7 @@ describe('database', () => {
       expect((await t.app.inject({ method: 'GET', url: '/health/live' })).statusCode).toBe(200);
 
       cluster = await startClusterProcess(dataDir, port);
-      await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness after restart', 30000);
+      await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 'readiness after restart');
     });
   });
 
@@ -118,7 +118,7 @@ describe('database', () => {
         const first = await pooled();
         expect(first.length).toBeGreaterThan(0);
 
-        await waitFor(async () => (await pooled()).every((pid) => !first.includes(pid)), 'the first connections replaced', 10000);
+        await waitFor(async () => (await pooled()).every((pid) => !first.includes(pid)), 'the first connections replaced');
         expect((await me()).statusCode).toBe(200);
         const next = await pooled();
         expect(next.length).toBeGreaterThan(0);

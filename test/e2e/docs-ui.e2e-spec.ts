@@ -3,7 +3,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser, chromium } from 'playwright-core';
-import { describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
+import { BROWSER_TIMEOUT_MS, describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
 import { startTestApp, TestApp } from '../support/test-app';
 
 /** Swagger UI must keep working under the Content-Security-Policy every response carries. */
@@ -23,6 +23,7 @@ describeWithBrowser('OpenAPI UI')('the OpenAPI UI at /docs in a real browser', (
       executablePath,
       headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+      timeout: BROWSER_TIMEOUT_MS,
     });
   });
 
@@ -34,7 +35,7 @@ describeWithBrowser('OpenAPI UI')('the OpenAPI UI at /docs in a real browser', (
 
   it('renders the operations with no policy violation', async () => {
     const page = await browser.newPage();
-    page.setDefaultTimeout(15000);
+    page.setDefaultTimeout(BROWSER_TIMEOUT_MS);
     const violations: string[] = [];
     await page.addInitScript(() =>
       document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`)),

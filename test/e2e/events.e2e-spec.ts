@@ -125,12 +125,12 @@ describe('event feed GET /api/v1/events', () => {
       await slowClient.end();
     })();
     await wasAppended;
-    const fast = postDocument(t.app, source.key, documentBody(source.source));
-    await new Promise((r) => setTimeout(r, 300));
+    // A later writer that commits while the slow one is still open.
+    const fast = await postDocument(t.app, source.key, documentBody(source.source));
+    expect(fast.statusCode).toBe(201);
     const during = (await feed(source.key, `?after=${start.nextCursor}`)).json();
     release();
     await slow;
-    expect((await fast).statusCode).toBe(201);
     const after = (await feed(source.key, `?after=${during.nextCursor}`)).json();
     const seen = [...during.data, ...after.data].map((e: FeedEvent) => e.status);
     expect(seen).toEqual(['PAYMENT_FAILED', 'PENDING_PAYMENT']);

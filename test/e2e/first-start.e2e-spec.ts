@@ -3,7 +3,8 @@ import { cp, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeF
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { removeDataDir, ROOT_CLUSTERS_HOME } from '../../src/database/embedded-postgres-layout';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout';
+import { ROOT_CLUSTERS_HOME } from '../../src/database/root-clusters';
 import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
 import { ROOT, Spawned, spawnNode, waitFor } from '../support/processes';
 

@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { holdDocumentInsert } from '../support/database';
+import { waitFor } from '../support/processes';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
 
 describe('idempotency', () => {
@@ -221,7 +222,9 @@ describe('idempotency', () => {
 
   describe('a duplicate while the first is still running', () => {
     it('gets 409 IDEMPOTENCY_KEY_IN_USE with Retry-After: 1, then the replay once the first is done', async () => {
-      const source = await newSourceWithKey(t.app);
+      // An instance that waits for a lock as long as this test holds it, however slow the machine.
+      const patient = await startTestApp({ databaseUrl: t.databaseUrl, env: { DB_LOCK_TIMEOUT_MS: '120000' } });
+      const source = await newSourceWithKey(patient.app);
       const holder = new Client({ connectionString: t.databaseUrl });
       await holder.connect();
       // Hold the providerReference's lock: the first request blocks inside its transaction, claim held.
@@ -230,18 +233,22 @@ describe('idempotency', () => {
       try {
         const key = newIdempotencyKey();
         const body = documentBody(source.source, { providerReference });
-        const first = postDocument(t.app, source.key, body, key);
-        await new Promise((r) => setTimeout(r, 300));
-        const duplicate = await postDocument(t.app, source.key, body, key);
+        const first = postDocument(patient.app, source.key, body, key);
+        await waitFor(
+          async () => (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 7340217 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rowCount === 1,
+          'the first request to wait for the lock',
+        );
+        const duplicate = await postDocument(patient.app, source.key, body, key);
         expect(duplicate.statusCode).toBe(409);
         expect(duplicate.json().code).toBe('IDEMPOTENCY_KEY_IN_USE');
         expect(duplicate.headers['retry-after']).toBe('1');
         await holder.query('SELECT pg_advisory_unlock(7340217, hashtext($1))', [providerReference]);
         expect((await first).statusCode).toBe(201);
-        const after = await postDocument(t.app, source.key, body, key);
+        const after = await postDocument(patient.app, source.key, body, key);
         expect([after.statusCode, after.headers['idempotent-replayed']]).toEqual([201, 'true']);
       } finally {
         await holder.end();
+        await patient.close();
       }
     });
 

@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { freePort } from '../../src/database/embedded-postgres';
 import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
+import { watchClaims } from '../support/delivery-claims';
 import { documentBody, newIdempotencyKey, newSourceWithKey } from '../support/factories';
 import { Spawned, startGateway, waitFor } from '../support/processes';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
@@ -82,7 +83,7 @@ describe('push notifications across instances', () => {
       const next = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' }, databaseUrl });
       try {
         // Well before the 100 s lease could have ended: the claim was released.
-        await waitFor(async () => (await db.query(`SELECT status FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows[0].status === 'succeeded', 'the released delivery', 30000);
+        await waitFor(async () => (await db.query(`SELECT status FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows[0].status === 'succeeded', 'the released delivery');
       } finally {
         await next.close();
       }
@@ -182,7 +183,8 @@ describe('push notifications across instances', () => {
         .then((res) => ({ status: res.statusCode, body: res.json() }));
 
     it('attempts a delivery as soon as its transaction commits, and tells the other instances with a NOTIFY of its own', async () => {
-      // The poll is at its slowest: three deliveries in a row, each within 3 s, cannot all have been found by it.
+      // The poll is at its slowest: three deliveries in a row, each within 6 s, cannot all have been found by it
+      // (three polls span 20 s); 6 s leaves room for a busy machine.
       const t = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_POLL_SECONDS: '10' } });
       const listener = new Client({ connectionString: t.databaseUrl });
       const heard: string[] = [];
@@ -194,7 +196,7 @@ describe('push notifications across instances', () => {
         await registerEndpoint(injectPost(t), key.key, receiver.url);
         for (let i = 1; i <= 3; i += 1) {
           expect((await injectPost(t)('/api/v1/documents', documentBody(key.source), key.key)).status).toBe(201);
-          await waitFor(async () => receiver.messages.length === i, `delivery ${i}`, 3000);
+          await waitFor(async () => receiver.messages.length === i, `delivery ${i}`, 6000);
         }
         // Not from the feed trigger (a notify there would serialise every commit): from the instance, named in the payload.
         await waitFor(async () => heard.length > 0, 'a notification');
@@ -208,6 +210,7 @@ describe('push notifications across instances', () => {
     it('leaves the deliveries of a saturated instance to one with time to spare, which it tells at once', async () => {
       const env = { ...ENV, OUTBOUND_WEBHOOKS_POLL_SECONDS: '10' };
       const saturated = await startTestApp({ env });
+      const saturatedClaims = watchClaims(saturated.app);
       const idle = await startTestApp({ env, databaseUrl: saturated.databaseUrl });
       const busy = jest.spyOn(saturated.app.get(EventLoopLoad), 'busy').mockReturnValue(true);
       // The two share this process's event loop: only the spies say which one is saturated.
@@ -221,15 +224,15 @@ describe('push notifications across instances', () => {
           'both instances listening',
         );
         // A claim round that began before the spy (the poll's, say) could still find a delivery.
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await saturatedClaims.idle();
         for (let i = 1; i <= 3; i += 1) {
           const sentAt = Date.now();
           const created = await injectPost(saturated)('/api/v1/documents', documentBody(key.source), key.key);
           expect(created.status).toBe(201);
           await waitFor(async () => receiver.messages.length === i, `delivery ${i}`);
-          // Sooner than the saturated instance would take it (0.75 s after it was due), and it is not the
-          // poll's doing: three in a row, each this soon.
-          expect(receiver.messages[i - 1].receivedAt - sentAt).toBeLessThan(750);
+          // Not the poll's doing: three in a row, each within 6 s, while three polls of the idle instance span
+          // 20 s (6 s leaves room for a busy machine). Which instance made them, the metrics say below.
+          expect(receiver.messages[i - 1].receivedAt - sentAt).toBeLessThan(6000);
         }
         // Each instance counts the attempts it made.
         const succeeded = async (t: TestApp) =>
@@ -237,6 +240,7 @@ describe('push notifications across instances', () => {
         await waitFor(async () => (await succeeded(idle)) === '3', 'the idle instance to record its three attempts');
         expect(await succeeded(saturated)).toBe('0');
       } finally {
+        saturatedClaims.restore();
         busy.mockRestore();
         notBusy.mockRestore();
         await idle.close();
@@ -251,12 +255,14 @@ describe('push notifications across instances', () => {
       try {
         const key = await newSourceWithKey(t.app);
         await registerEndpoint(injectPost(t), key.key, receiver.url);
-        const created = await injectPost(t)('/api/v1/documents', documentBody(key.source), key.key);
-        await waitFor(async () => receiver.messages.length === 1, 'the first delivery');
-        await new Promise((resolve) => setTimeout(resolve, 200));
         await listener.connect();
         listener.on('notification', ({ payload }) => heard.push(payload ?? ''));
         await listener.query('LISTEN outbound_deliveries');
+        const created = await injectPost(t)('/api/v1/documents', documentBody(key.source), key.key);
+        await waitFor(async () => receiver.messages.length === 1, 'the first delivery');
+        // The create's own NOTIFY goes out shortly after its commit, perhaps after the delivery: heard first, then forgotten.
+        await waitFor(async () => heard.length > 0, "the create's NOTIFY");
+        heard.length = 0;
         // An event committed by a connection of the test's own: the trigger enqueues its delivery, and no
         // instance reads the flag it set, so no instance is woken and nothing is notified.
         const { rows } = await t.db.query(

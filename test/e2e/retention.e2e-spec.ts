@@ -134,7 +134,7 @@ describe('retention on two instances', () => {
       const [ma, mb] = await Promise.all([purgedMetric(a), purgedMetric(b)]);
       return Object.fromEntries(TABLES.map((table) => [table, ma[table] + mb[table]])) as Record<Table, number>;
     };
-    await waitFor(async () => JSON.stringify(await sum()) === JSON.stringify(expected), 'the purge of every old row', 30_000).catch(async (error) => {
+    await waitFor(async () => JSON.stringify(await sum()) === JSON.stringify(expected), 'the purge of every old row').catch(async (error) => {
       throw new Error(`${(error as Error).message}: purged ${JSON.stringify(await sum())}, expected ${JSON.stringify(expected)}`);
     });
     expect(await sum()).toEqual(expected);

@@ -76,21 +76,19 @@ describe('the per-key rate limit shared through Redis', () => {
       const { key } = await newSourceWithKey(t.app);
       expect((await me(t, key)).statusCode).toBe(200);
       proxy.pause();
-      const started = performance.now();
+      // Every one answered while Redis still hangs (it is resumed only below): none waited for Redis.
       const during = await Promise.all(Array.from({ length: 20 }, () => me(t, key)));
       expect(during.map((res) => res.statusCode)).toEqual(Array(20).fill(200));
-      // Held up by at most the store's 50 ms, never by Redis.
-      expect(performance.now() - started).toBeLessThan(2000);
       expect(during.every((res) => /^"per-key";r=\d+;t=\d+$/.test(String(res.headers.ratelimit)))).toBe(true);
       expect(await storeUp(t)).toBe('0');
       const warnings = t.logs().split('\n').filter((line) => line.includes('shared rate-limit store does not answer'));
       expect(warnings).toHaveLength(1);
-      expect(JSON.parse(warnings[0])).toMatchObject({ level: 40, cause: expect.any(String), message: expect.any(String) });
-      // What failed, not the class of the error: ioredis throws plain Errors.
-      expect(JSON.parse(warnings[0]).cause).not.toBe('Error');
+      // What cut the wait short is the store's own time limit on a call (what failed, not the class of the
+      // error: ioredis throws plain Errors), not a connection lost or refused.
+      expect(JSON.parse(warnings[0])).toMatchObject({ level: 40, cause: 'Command timed out', message: 'Command timed out' });
 
       proxy.resume();
-      await waitFor(async () => (await storeUp(t)) === '1', 'the shared store back', 10_000);
+      await waitFor(async () => (await storeUp(t)) === '1', 'the shared store back');
       expect((await me(t, key)).statusCode).toBe(200);
     } finally {
       await t.close();

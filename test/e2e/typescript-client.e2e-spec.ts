@@ -128,7 +128,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         await hold.held();
         const retries: RetryEvent[] = [];
         const creating = clientOf(acme, { onRetry: (event) => retries.push(event) }).documents.create(body, { idempotencyKey });
-        await waitFor(async () => retries.length > 0, 'the client to find the key in use', 10_000);
+        await waitFor(async () => retries.length > 0, 'the client to find the key in use');
         await hold.release();
         const [firstAnswer, created] = await Promise.all([first, creating]);
 
@@ -217,7 +217,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         await locker.query('BEGIN');
         await locker.query('LOCK TABLE documents IN SHARE MODE');
         const creating = new GatewayClient({ baseUrl: limitedUrl, apiKey: acme.key, onRetry: (event) => retries.push(event) }).documents.create(body);
-        await waitFor(async () => retries.length >= 2, 'two 503 answers', 15_000);
+        await waitFor(async () => retries.length >= 2, 'two 503 answers');
         expect(await documentsWith(limited.db, acme.source, body.externalId)).toEqual([]);
         await locker.query('COMMIT');
         const created = await creating;
@@ -259,7 +259,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       };
       try {
         await Promise.all([writer(), writer(), writer(), writer(), writer()]);
-        await waitFor(async () => seen.length >= expected.size, 'the follower to see as many events as were written', 45_000);
+        await waitFor(async () => seen.length >= expected.size, 'the follower to see as many events as were written');
         // A few more polls, in which a repeated event would show up.
         await new Promise((resolve) => setTimeout(resolve, 500));
       } finally {
@@ -282,7 +282,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         const feed = client.events.list();
         const events = await collect(feed);
         return events.some((event) => event.documentId === first.id) && feed;
-      }, 'the first event in the feed', 45_000);
+      }, 'the first event in the feed');
       const stored = before.cursor;
       expect(stored).toEqual(expect.any(String));
       expect(await collect(client.events.list({ after: stored }))).toEqual([]);
@@ -291,7 +291,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       const after = await waitFor(async () => {
         const events = await collect(client.events.list({ after: stored }));
         return events.length > 0 && events;
-      }, 'the second event in the feed', 45_000);
+      }, 'the second event in the feed');
       expect(after.map((event) => [event.type, event.documentId])).toEqual([['document.created', second.id]]);
     });
   });
@@ -304,7 +304,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         const client = clientOf(acme);
         const endpoint = await client.webhookEndpoints.create({ url: receiver.url, eventTypes: ['document.created'] });
         const created = await client.documents.create(newDocument(acme.source));
-        const message = await waitFor(async () => receiver.messages.find((m) => m.body.includes(created.id)), 'the push', 30_000);
+        const message = await waitFor(async () => receiver.messages.find((m) => m.body.includes(created.id)), 'the push');
 
         const verified = client.webhooks.verify(message.headers, message.body, endpoint.secret);
         expect(verified).toEqual({
@@ -316,7 +316,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         const [event] = await waitFor(async () => {
           const events = await collect(client.events.list());
           return events.length > 0 && events;
-        }, 'the event in the feed', 45_000);
+        }, 'the event in the feed');
         expect(verified.data).toEqual(event);
 
         const rotated = await client.webhookEndpoints.rotateSecret(endpoint.id);
@@ -361,9 +361,9 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         try {
           const endpointId = await registeredBy(example);
           expect(await endpointsOf(acme.source)).toEqual([endpointId]);
-          const documentId = await waitFor(async () => /^created (\S+) /m.exec(example.output())?.[1], 'the example to create its document', 30_000);
-          await waitFor(async () => example.output().includes(`feed document.created ${documentId} PENDING_PAYMENT`), 'the example to see its event in the feed', 45_000);
-          await waitFor(async () => example.output().includes(`push document.created ${documentId} PENDING_PAYMENT`), 'the example to receive and verify the push', 30_000);
+          const documentId = await waitFor(async () => /^created (\S+) /m.exec(example.output())?.[1], 'the example to create its document');
+          await waitFor(async () => example.output().includes(`feed document.created ${documentId} PENDING_PAYMENT`), 'the example to see its event in the feed');
+          await waitFor(async () => example.output().includes(`push document.created ${documentId} PENDING_PAYMENT`), 'the example to receive and verify the push');
           example.child.kill('SIGINT');
           expect(await example.exited).toBe(0);
           expect(example.output()).not.toMatch(/refused a push|Error/);

@@ -4,6 +4,7 @@ import { DocumentEventEntity } from '../../src/documents/document-event.entity';
 import { DocumentEntity } from '../../src/documents/document.entity';
 import { DocumentsRepository } from '../../src/documents/documents.repository';
 import { mediumModule, Medium, newDocument } from '../support/medium';
+import { waitFor } from '../support/processes';
 
 describe('DocumentsRepository', () => {
   let m: Medium;
@@ -12,7 +13,8 @@ describe('DocumentsRepository', () => {
   const count = async (table: string, where = 'true', values: unknown[] = []) => (await m.check.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, values)).rows[0].n;
 
   beforeAll(async () => {
-    m = await mediumModule({ entities: [DocumentEntity, DocumentEventEntity, BankEventEntity], providers: [DocumentsRepository] });
+    // A create below waits for a lock for as long as the test takes to look: no lock timeout may end it first.
+    m = await mediumModule({ entities: [DocumentEntity, DocumentEventEntity, BankEventEntity], providers: [DocumentsRepository], config: { DB_LOCK_TIMEOUT_MS: '120000' } });
     documents = m.moduleRef.get(DocumentsRepository);
     dataSource = m.dataSource;
   });
@@ -58,7 +60,10 @@ describe('DocumentsRepository', () => {
     await holder.startTransaction();
     await documents.lockProviderReference(holder.manager, reference);
     const create = dataSource.transaction((tx) => documents.insert(tx, newDocument({ providerReference: reference })));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitFor(
+      async () => (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).length === 1,
+      'the create to wait for the lock',
+    );
     await holder.query(
       `INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, raw_body, body_sha256, signed_at)
        VALUES ($1, 'PAYMENT_STATUS', 'PAID', $2, 'unmatched', '\\x7b7d', '\\x00', now())`,

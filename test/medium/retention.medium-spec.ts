@@ -256,11 +256,16 @@ describe('retention purges', () => {
       await other.connect();
       try {
         let release!: () => void;
+        let locked!: () => void;
+        const isLocked = new Promise<void>((resolve) => (locked = resolve));
         const holding = inTransaction(async (tx) => {
           expect(await locks.tryLock(tx, ['document_events', 'outbound_deliveries'])).toBe(true);
-          await new Promise<void>((resolve) => (release = resolve));
+          await new Promise<void>((resolve) => {
+            release = resolve;
+            locked();
+          });
         });
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await isLocked;
         // Any one table in common is enough to be refused; a table apart is free.
         expect(await inTransaction((tx) => locks.tryLock(tx, ['outbound_delivery_attempts', 'outbound_deliveries']))).toBe(false);
         expect(await inTransaction((tx) => locks.tryLock(tx, ['webhook_events']))).toBe(true);

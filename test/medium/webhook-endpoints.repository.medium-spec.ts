@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { WebhookEndpointEntity } from '../../src/outbound-webhooks/webhook-endpoint.entity';
 import { NewEndpoint, WebhookEndpointsRepository } from '../../src/outbound-webhooks/webhook-endpoints.repository';
 import { mediumModule, Medium } from '../support/medium';
+import { waitFor } from '../support/processes';
 
 let n = 0;
 const endpoint = (overrides: Partial<NewEndpoint> = {}): NewEndpoint => {
@@ -15,7 +16,8 @@ describe('WebhookEndpointsRepository', () => {
   let dataSource: DataSource;
 
   beforeAll(async () => {
-    m = await mediumModule({ entities: [WebhookEndpointEntity], providers: [WebhookEndpointsRepository] });
+    // A transaction below waits for a lock for as long as the test takes to look: no lock timeout may end it first.
+    m = await mediumModule({ entities: [WebhookEndpointEntity], providers: [WebhookEndpointsRepository], config: { DB_LOCK_TIMEOUT_MS: '120000' } });
     endpoints = m.moduleRef.get(WebhookEndpointsRepository);
     dataSource = m.dataSource;
   });
@@ -43,7 +45,10 @@ describe('WebhookEndpointsRepository', () => {
       await endpoints.lockSource(tx, source);
       counted = await endpoints.count(tx, source);
     });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitFor(
+      async () => (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).length === 1,
+      'the second transaction to wait for the lock',
+    );
     expect(counted).toBeNull();
     await endpoints.insert(holder.manager, endpoint({ source }));
     await holder.commitTransaction();

@@ -55,6 +55,12 @@ export function requireChromium(what: string): string {
   return chromium;
 }
 
+/**
+ * How long a browser step (a launch, a navigation, a locator) may take before it fails: a ceiling for a page that
+ * never shows what is awaited, not a measure; a busy two-core machine renders several times slower than an idle one.
+ */
+export const BROWSER_TIMEOUT_MS = 90_000;
+
 /** Where a browser test writes a screenshot: inside the checkout (test-results/screenshots), for a person to look at. */
 export function screenshotPath(name: string): string {
   const dir = join(__dirname, '..', '..', 'test-results', 'screenshots');

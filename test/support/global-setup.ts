@@ -2,6 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
+import { listRootClusters } from '../../src/database/root-clusters';
 import { ROOT, startClusterProcess } from './processes';
 
 /**
@@ -14,6 +15,10 @@ export default async function globalSetup(): Promise<void> {
   }
   // The medium and e2e projects share one server: whichever of them starts first sets it up.
   if (process.env.TEST_SERVER_URL) return;
+  // As root, the clusters there before the run: global-teardown.ts removes what the run leaves beside them.
+  if (process.getuid?.() === 0) {
+    (globalThis as { __clustersBefore?: Set<string> }).__clustersBefore = new Set((await listRootClusters(undefined, { sizes: false })).map((c) => c.id));
+  }
   // Printed before the first file runs: a newcomer sees at once what the next minutes are spent on.
   process.stderr.write(
     `\nTests that need PostgreSQL run against ${process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'an embedded cluster started now'}; ` +

@@ -34,7 +34,8 @@ export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROO
   return { child, output: () => output, stdout: () => stdout, stderr: () => stderr, exited, closed };
 }
 
-export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 60000): Promise<T> {
+/** Polls `probe` until it answers; `timeoutMs` only bounds a wait for something that never comes, so it is generous. */
+export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 120_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const result = await probe().catch(() => undefined);

@@ -1,0 +1,59 @@
+import { listRootClusters, mayRemove, removeRootCluster, RootCluster } from '../database/root-clusters';
+import type { ClusterCommand } from './commands';
+import { EXIT, ExitCode, UsageError } from './exit-codes';
+import * as output from './output';
+import type { Io } from './program';
+
+export interface ClusterRun {
+  json: boolean;
+  io: Io;
+  /** Asks a person a question and answers what they typed; null when nobody can be asked (stdin is not a terminal). */
+  ask: ((question: string) => Promise<string>) | null;
+}
+
+const total = (clusters: RootCluster[]) => output.size(clusters.reduce((sum, c) => sum + c.bytes, 0));
+
+/**
+ * `tdg clusters list` and `tdg clusters prune`: the files under the clusters' directory, no database (a
+ * leftover cluster is what an operator cleans up when no database runs). Prune removes only what may be
+ * removed (see mayRemove), asks first unless told --yes, and reads each cluster's state again just before
+ * removing it, so a cluster in use by then is kept.
+ */
+export async function runClusterCommand(command: ClusterCommand, { json, io, ask }: ClusterRun): Promise<ExitCode> {
+  if (command.name === 'clusters list') {
+    const clusters = await listRootClusters(command.dir);
+    if (json) {
+      io.out(`${JSON.stringify({ data: clusters }, null, 2)}\n`);
+    } else {
+      io.out(output.clustersTable(clusters, command.dir));
+      for (const hint of output.clustersHints(clusters)) io.err(`${hint}\n`);
+    }
+    return EXIT.OK;
+  }
+
+  // Before anything is looked at: a script without --yes fails the same way whether or not there is something to remove.
+  if (!command.yes && (json || !ask)) {
+    throw new UsageError('clusters prune asks before it removes anything, and there is no terminal to ask in: add --yes', [], "Run 'tdg clusters prune --help' for usage.");
+  }
+  const candidates = (await listRootClusters(command.dir)).filter((c) => mayRemove(c.state, command));
+  if (candidates.length === 0) {
+    io.out(json ? `${JSON.stringify({ removed: [], kept: [] }, null, 2)}\n` : `Nothing to remove in ${output.printable(command.dir)}.\n`);
+    return EXIT.OK;
+  }
+  if (!command.yes) {
+    io.out(output.clustersTable(candidates, command.dir));
+    const answer = await ask!(`Remove ${candidates.length === 1 ? 'this cluster' : `these ${candidates.length} clusters`} (${total(candidates)})? [y/N] `);
+    if (!/^y(es)?$/i.test(answer.trim())) {
+      io.err('Nothing removed.\n');
+      return EXIT.OK;
+    }
+  }
+  const removed: RootCluster[] = [];
+  const kept: RootCluster[] = [];
+  for (const cluster of candidates) {
+    const { removed: gone, state } = await removeRootCluster(command.dir, cluster.id, command);
+    (gone ? removed : kept).push({ ...cluster, state });
+  }
+  io.out(json ? `${JSON.stringify({ removed, kept }, null, 2)}\n` : output.clustersRemoved(removed, kept));
+  return EXIT.OK;
+}
