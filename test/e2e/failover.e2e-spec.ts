@@ -11,6 +11,7 @@ import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signa
 import { documentBody, newIdempotencyKey } from '../support/factories';
 import { Spawned, startGateway, waitFor } from '../support/processes';
 import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 /** The PostgreSQL server binaries a second cluster needs (initdb, pg_ctl, pg_basebackup), newest first. */
 const BIN_DIR = ['17', '16', '15'].map((version) => `/usr/lib/postgresql/${version}/bin`).find((dir) => existsSync(join(dir, 'pg_basebackup')));
@@ -45,9 +46,11 @@ class PgServer {
     await run('pg_ctl', ['-D', this.dir, '-l', `${this.dir}.log`, '-w', '-t', '60', '-o', `-p ${this.port} ${options}`, 'start']);
   }
 
+  /** The running postmaster's pid; null once it is gone (a killed one leaves its pid file behind). */
   postmasterPid(): number | null {
     try {
-      return Number(readFileSync(join(this.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const pid = Number(readFileSync(join(this.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(this.dir) ? pid : null;
     } catch {
       return null;
     }
@@ -153,23 +156,30 @@ if (!BIN_DIR) {
 describeWithBinaries('a PostgreSQL failover under load', () => {
   jest.setTimeout(180_000);
   let root: string;
-  const started: { servers: PgServer[]; proxies: SwitchingProxy[]; gateways: Spawned[]; loops: Array<() => Promise<unknown>> } = { servers: [], proxies: [], gateways: [], loops: [] };
+  const started: { servers: PgServer[]; proxies: SwitchingProxy[]; gateways: Spawned[]; receivers: WebhookReceiver[]; loops: Array<() => Promise<unknown>> } = {
+    servers: [],
+    proxies: [],
+    gateways: [],
+    receivers: [],
+    loops: [],
+  };
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'gateway-failover-'));
     if (AS_ROOT) await chown(root, owner.uid!, owner.gid!);
   });
   afterAll(async () => {
+    // Each step whatever the one before did: no server, gateway or directory may outlive the file.
+    const quietly = (work: () => unknown) => Promise.resolve().then(work).catch(() => undefined);
     // Clients still running when a test failed part way.
-    await Promise.all(started.loops.map((stop) => stop()));
+    await quietly(() => Promise.all(started.loops.map((stop) => stop())));
     for (const gateway of started.gateways) {
       if (gateway.child.exitCode === null) gateway.child.kill('SIGKILL');
     }
-    await Promise.all(started.gateways.map((gateway) => gateway.exited));
-    await Promise.all(started.proxies.map((proxy) => proxy.close()));
-    for (const server of started.servers) {
-      server.kill();
-    }
+    await quietly(() => Promise.all(started.gateways.map((gateway) => gateway.exited)));
+    await quietly(() => Promise.all(started.proxies.map((proxy) => proxy.close())));
+    await quietly(() => Promise.all(started.receivers.map((receiver) => receiver.stop())));
+    for (const server of started.servers) await quietly(() => server.stop());
     await rm(root, { recursive: true, force: true });
   });
 
@@ -219,6 +229,13 @@ describeWithBinaries('a PostgreSQL failover under load', () => {
       DB_POOL_SIZE: '6',
       DB_STATEMENT_TIMEOUT_MS: '2000',
       RATE_LIMIT_PER_MINUTE: '1000000',
+      // Push deliveries to a receiver on loopback, leased briefly: one leased on the old primary is leased
+      // again on the new one soon after.
+      OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',
+      OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '1s,1s,1s,1s,1s',
+      OUTBOUND_WEBHOOKS_POLL_SECONDS: '1',
+      OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '2',
+      OUTBOUND_WEBHOOKS_LEASE_SECONDS: '4',
     });
     started.gateways.push(spawned);
     const base = `http://127.0.0.1:${port}`;
@@ -373,6 +390,15 @@ describeWithBinaries('a PostgreSQL failover under load', () => {
     const url = `postgres://postgres@127.0.0.1:${proxy.port}/gateway`;
     const bases = [await gateway(url), await gateway(url)];
     const { key, source } = await issueKey(bases[0]);
+    // A receiver slow enough that deliveries are under way when the primary dies.
+    const receiver = await new WebhookReceiver(() => ({ status: 204, delayMs: 200 })).start();
+    started.receivers.push(receiver);
+    const endpoint = await fetch(`${bases[0]}/api/v1/webhook-endpoints`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-idempotency-key': newIdempotencyKey() },
+      body: JSON.stringify({ url: receiver.url, eventTypes: ['document.created'] }),
+    });
+    expect(endpoint.status).toBe(201);
     const readiness = watchReadiness(bases);
     const feed = followFeed(bases, key);
     const running = load(bases, key, source, 8);
@@ -381,7 +407,7 @@ describeWithBinaries('a PostgreSQL failover under load', () => {
     await hooks.beforeKill?.(servers);
     const killedAt = performance.now();
     servers.primary.kill();
-    await waitFor(async () => servers.primary.postmasterPid() === null || !existsSync(`/proc/${servers.primary.postmasterPid()}`), 'the primary gone');
+    await waitFor(async () => servers.primary.postmasterPid() === null, 'the primary gone');
     hooks.beforePromote?.();
     await run('pg_ctl', ['-D', servers.standby.dir, '-w', '-t', '60', 'promote']);
     proxy.switchTo(servers.standby.port);
@@ -390,7 +416,7 @@ describeWithBinaries('a PostgreSQL failover under load', () => {
     await waitFor(async () => answersAfter(running.outcomes, switchedAt).filter((o) => o.kind === 'create' && o.id).length >= 20, 'creates after the switch', 90_000);
     const outcomes = await running.stop();
     await readiness.stop();
-    return { ...servers, bases, key, source, outcomes, readiness: readiness.seen, feed, killedAt, switchedAt };
+    return { ...servers, bases, key, source, outcomes, readiness: readiness.seen, feed, receiver, killedAt, switchedAt };
   }
 
   it('with synchronous replication: nothing acknowledged lost or doubled, no 500, back within seconds, and a feed follower sees every event once, in order', async () => {
@@ -429,9 +455,14 @@ describeWithBinaries('a PostgreSQL failover under load', () => {
     expect(run_.feed.events.map((e) => e.id)).toEqual(stored.map((e) => e.id));
     expect(new Set(run_.feed.events.map((e) => e.id)).size).toBe(run_.feed.events.length);
 
+    // Push: every document.created event reaches the receiver at least once, those under way at the kill too.
+    const pushed = run_.feed.events.filter((e) => e.type === 'document.created');
+    expect(pushed.length).toBe(created.length);
+    await waitFor(async () => pushed.every((e) => run_.receiver.attemptsOf(e.id).length > 0), 'every push delivery', 90_000);
+
     process.stdout.write(
       `failover (synchronous): ${created.length} creates and ${received.length} bank events acknowledged, 0 lost; first success ${Math.round(firstSuccessMs)} ms after the switch ` +
-        `(${Math.round(switchedAt - killedAt)} ms from the kill to the switch); ${unavailable} answers 503; the feed follower read ${run_.feed.events.length} events\n`,
+        `(${Math.round(switchedAt - killedAt)} ms from the kill to the switch); ${unavailable} answers 503; the feed follower read ${run_.feed.events.length} events; ${pushed.length} push deliveries, ${pushed.filter((e) => run_.receiver.attemptsOf(e.id).length > 1).length} of them more than once\n`,
     );
   });
 
