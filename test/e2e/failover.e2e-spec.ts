@@ -142,18 +142,16 @@ interface FeedEvent {
   type: string;
 }
 
+/** Without the binaries the tests are skipped, and their name says why. */
 const describeWithBinaries = BIN_DIR ? describe : describe.skip;
-if (!BIN_DIR) {
-  // eslint-disable-next-line no-console
-  console.warn('failover.e2e-spec: skipped, no PostgreSQL server binaries (pg_basebackup) under /usr/lib/postgresql/<version>/bin');
-}
+const SKIPPED = BIN_DIR ? '' : ' (skipped: no PostgreSQL server binaries with pg_basebackup under /usr/lib/postgresql/<version>/bin)';
 
 /**
  * A failover under load on real streaming replication: a primary and a standby, a proxy standing in for
  * the Service that follows the primary, two gateways behind it. The primary dies, the standby is promoted,
  * the proxy switches to it (docs/operations.md, "Failover").
  */
-describeWithBinaries('a PostgreSQL failover under load', () => {
+describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
   jest.setTimeout(180_000);
   let root: string;
   const started: { servers: PgServer[]; proxies: SwitchingProxy[]; gateways: Spawned[]; receivers: WebhookReceiver[]; loops: Array<() => Promise<unknown>> } = {
