@@ -3,7 +3,7 @@
  * its own wording: "unreachable" while PostgreSQL is up but the pool is exhausted sends an operator
  * looking in the wrong place.
  */
-export type DatabaseFailure = 'unreachable' | 'saturated' | 'session_ended' | 'no_answer' | 'statement_timeout' | 'lock_timeout';
+export type DatabaseFailure = 'unreachable' | 'saturated' | 'session_ended' | 'no_answer' | 'statement_timeout' | 'lock_timeout' | 'read_only';
 
 /**
  * What the gateway knows of a request's changes when the database failed it: `nothing_saved` only where
@@ -19,6 +19,9 @@ export const DATABASE_FAILURES: Record<DatabaseFailure, { cause: string; outcome
   no_answer: { cause: 'The database did not answer in time', outcome: 'unknown', retryAfterSeconds: 5 },
   statement_timeout: { cause: 'The database stopped a statement that ran past its time limit', outcome: 'nothing_saved', retryAfterSeconds: 5 },
   lock_timeout: { cause: 'Another transaction holds data this request needs', outcome: 'nothing_saved', retryAfterSeconds: 1 },
+  // A standby, or a former primary during a failover: it refused the write, and the transaction it was in
+  // rolled back with it.
+  read_only: { cause: 'The database accepts no changes: it is a standby, or a failover is under way', outcome: 'nothing_saved', retryAfterSeconds: 1 },
 };
 
 /** What kind of request failed: what a retry of it does depends on it. */
@@ -50,8 +53,12 @@ export function databaseFailureDetail(failure: DatabaseFailure, kind: RequestKin
 /** Socket errors of a connection that cannot be made or was lost. */
 const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
 
-/** SQLSTATEs by cause: 08 connection exceptions, 57P0x the server ending sessions, 57014 and 55P03 the timeouts. */
+/**
+ * SQLSTATEs by cause: 08 connection exceptions, 57P0x the server ending sessions, 57014 and 55P03 the
+ * timeouts, 25006 a write sent to a server that is not (or no longer) the primary.
+ */
 function bySqlState(code: string): DatabaseFailure | null {
+  if (code === '25006') return 'read_only';
   if (code.startsWith('08') || code === '57P03') return 'unreachable';
   if (code === '57P01' || code === '57P02' || code === '57P05' || code === '25P03') return 'session_ended';
   if (code === '57014') return 'statement_timeout';

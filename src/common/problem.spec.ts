@@ -72,6 +72,7 @@ describe('databaseFailureOf', () => {
     [new Error('Query read timeout'), 'no_answer', '5'],
     [pgError('55P03', 'canceling statement due to lock timeout'), 'lock_timeout', '1'],
     [pgError('08006', 'connection failure'), 'unreachable', '5'],
+    [pgError('25006', 'cannot execute INSERT in a read-only transaction'), 'read_only', '1'],
   ])('names the cause of %p and, once the data layer has said so, answers 503 with its own wording', (error, cause, retryAfter) => {
     expect(databaseFailureOf(error)).toBe(cause);
     const problem = toProblem(asDatabaseUnavailable(error), '/x', 'r');
@@ -100,6 +101,10 @@ describe('databaseFailureOf', () => {
     const detail = (error: unknown) => toProblem(asDatabaseUnavailable(error), '/api/v1/documents', 'r', 'api_write').body.detail;
     expect(detail(pgError('57014', 'canceling statement due to statement timeout'))).toMatch(/; nothing was saved, try again shortly$/);
     expect(detail(pgError('55P03', 'canceling statement due to lock timeout'))).toMatch(/; nothing was saved, try again shortly$/);
+    // A standby refuses the write and rolls its transaction back: nothing of the request is on it.
+    expect(detail(pgError('25006', 'cannot execute INSERT in a read-only transaction'))).toBe(
+      'The database accepts no changes: it is a standby, or a failover is under way; nothing was saved, try again shortly',
+    );
     expect(detail(new Error('timeout exceeded when trying to connect'))).toBe('The gateway is saturated: no database connection became free in time; try again shortly');
     expect(detail(pgError('ECONNREFUSED'))).toBe('The database is unreachable; try again shortly');
   });

@@ -12,6 +12,40 @@ const ATTEMPT_TIMEOUT_MS = 10_000;
 type ConnectCallback = (error: Error | undefined, client: PoolClient | undefined, release: (error?: unknown) => void) => void;
 
 /**
+ * `client` as its borrower is to see it, and what it met: a write refused because the server is read-only
+ * (SQLSTATE 25006) means the server behind the address is no longer the primary. The connection is then
+ * given back as failed, so the pool closes it instead of handing it out again: the next one is opened to
+ * whatever the address now leads to.
+ */
+function watchReadOnly(client: PoolClient): { client: PoolClient; refusal: () => Error | undefined } {
+  let refusal: Error | undefined;
+  const note = (error: unknown) => {
+    if (databaseFailureOf(error) === 'read_only') refusal = error as Error;
+  };
+  const query = (...args: unknown[]): unknown => {
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (error: unknown, ...rest: unknown[]) => {
+        if (error) note(error);
+        return (callback as (...a: unknown[]) => unknown)(error, ...rest);
+      };
+    }
+    const result: unknown = (client.query as (...a: unknown[]) => unknown)(...args);
+    if (result instanceof Promise) result.catch(note);
+    return result;
+  };
+  const watched = new Proxy(client, {
+    get(target, property) {
+      if (property === 'query') return query;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { client: watched, refusal: () => refusal };
+}
+
+/**
  * Connection attempts while the database does not answer are capped: once opening a connection has failed,
  * the request pool opens no more, and callers get a 503 ("unreachable") at once, until one attempt at a
  * time, backing off, reaches the database again. Without it every waiting request made the pool open a
@@ -89,7 +123,9 @@ export class ConnectionGate implements OnModuleDestroy {
       }
       pool.connect((error, client, release) => {
         if (error) this.connectFailed(error);
-        callback(error, client, release);
+        if (!client) return callback(error, client, release);
+        const watched = watchReadOnly(client);
+        callback(error, watched.client, (releaseError?: unknown) => release(releaseError ?? watched.refusal()));
       });
       return undefined;
     };

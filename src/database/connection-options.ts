@@ -23,6 +23,9 @@ export interface ConnectionSettings {
  */
 export const CLIENT_TIMEOUT_SLACK_MS = 500;
 
+/** Idle time after which TCP keepalive probes start on a database connection. */
+export const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
+
 /**
  * A `date` column as its text, 'YYYY-MM-DD' (DateStyle ISO, set below), which is what an entity holds
  * for it: pg would make it a Date at local midnight. Every other type as pg parses it.
@@ -43,6 +46,11 @@ export function clientConfig({ url, timeouts, applicationName = 'tax-document-ga
     // A transaction whose process hangs (rather than dies, which rolls back at once) is ended by the
     // server, freeing its idempotency key and locks.
     idle_in_transaction_session_timeout: 30_000,
+    // A peer that vanished without closing the connection (a primary whose machine died in a failover)
+    // is noticed by TCP keepalive, for idle connections and the LISTEN one too, not only by a statement
+    // bound or by the next query to fail.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
     // Dates as ISO text whatever the server's or the database's default (see ENTITY_TYPES).
     options: '-c DateStyle=ISO',
     types: ENTITY_TYPES,

@@ -25,7 +25,7 @@ export class MetricsService {
 
   private readonly databaseUnavailable = new Counter({
     name: 'database_unavailable_total',
-    help: 'Requests answered 503 because the database could not serve them, by cause (unreachable, saturated, session_ended, no_answer, statement_timeout, lock_timeout)',
+    help: 'Requests answered 503 because the database could not serve them, by cause (unreachable, saturated, session_ended, no_answer, statement_timeout, lock_timeout, read_only)',
     labelNames: ['cause'] as const,
     registers: [this.registry],
   });
