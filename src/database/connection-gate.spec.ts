@@ -62,14 +62,33 @@ describe('ConnectionGate', () => {
     expect(pool.calls).toBe(calls);
   });
 
-  it('hears of a connection the pool opened that ended before it was ever used', async () => {
-    const port = await closedPort();
-    const WatchedClient = gate.watchedClient();
-    const client = new WatchedClient({ host: '127.0.0.1', port, user: 'nobody', database: 'nothing' });
+  it('hears of a connection the pool opened and gave up unanswered at its connect timeout', async () => {
+    // A server that accepts the connection and never answers, as a frozen PostgreSQL does.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const config = { host: '127.0.0.1', port: (silent.address() as { port: number }).port, user: 'nobody', database: 'nothing', connectionTimeoutMillis: 300 };
+      const watching = new ConnectionGate(config);
+      const client = new (watching.watchedClient())(config);
+      const ended = new Promise((resolve) => client.once('end', resolve));
+      await expect(client.connect()).rejects.toThrow();
+      await ended;
+      expect(watching.open).toBe(false);
+      expect(watching.refusal()?.cause).toMatchObject({ message: 'A new connection was given up: the database did not answer in time' });
+      await watching.onModuleDestroy();
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('stays open for a connection refused at once (no server, a password refused): the request hears of that itself', async () => {
+    const config = { host: '127.0.0.1', port: await closedPort(), user: 'nobody', database: 'nothing', connectionTimeoutMillis: 3000 };
+    const watching = new ConnectionGate(config);
+    const client = new (watching.watchedClient())(config);
     const ended = new Promise((resolve) => client.once('end', resolve));
     await expect(client.connect()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     await ended;
-    expect(gate.open).toBe(false);
-    expect(gate.refusal()?.cause).toMatchObject({ message: 'A new connection ended before the database answered' });
+    expect(watching.open).toBe(true);
+    await watching.onModuleDestroy();
   });
 });

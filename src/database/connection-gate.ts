@@ -6,6 +6,8 @@ import { databaseFailureOf, DatabaseUnavailable, describeFailure } from '../comm
 const FIRST_RETRY_MS = 100;
 /** The longest wait between two attempts: a database that answers again is seen within this of doing so. */
 const LONGEST_RETRY_MS = 1000;
+/** How much earlier than its connect timeout a timer may fire (timers are only ever late; this is rounding). */
+const CONNECT_TIMER_SLACK_MS = 50;
 /** How long one attempt waits for the database before it is given up and, after the wait, made again. */
 const ATTEMPT_TIMEOUT_MS = 10_000;
 
@@ -98,11 +100,17 @@ export class ConnectionGate implements OnModuleDestroy {
    * the next one for the next waiting request: without this the gate would not hear of those.
    */
   watchedClient(): typeof Client {
+    // Only an attempt given up at the connect timeout says the database did not answer: one that ended sooner
+    // was refused (a wrong password, too many clients) or could not reach the host, and pg-pool tells those to
+    // the request, which is still waiting then.
+    const givenUpAfterMs = (this.connection.connectionTimeoutMillis ?? Infinity) - CONNECT_TIMER_SLACK_MS;
     return new Proxy(Client, {
       construct: (target, args, newTarget) => {
         const client = Reflect.construct(target, args, newTarget) as Client;
+        const startedAt = performance.now();
         client.once('end', () => {
-          if (!this.connected.has(client)) this.connectFailed(new Error('A new connection ended before the database answered'), 'unreachable');
+          if (this.connected.has(client) || performance.now() - startedAt < givenUpAfterMs) return;
+          this.connectFailed(new Error('A new connection was given up: the database did not answer in time'), 'unreachable');
         });
         return client;
       },

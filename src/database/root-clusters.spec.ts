@@ -89,6 +89,18 @@ describe('the clusters of a directory', () => {
     expect((await listRootClusters(home, { sizes: false })).map((c) => c.bytes)).toEqual([0, 0, 0, 0, 0, 0]);
   });
 
+  it('knows a linked cluster however the clusters directory is named: relative, or through a link', async () => {
+    const kept = await dataDir('kept');
+    await cluster('1111111111111111', [kept]);
+    await symlink(join(home, '1111111111111111', 'pg'), join(kept, 'pg'));
+    const viaLink = join(dataDirs, 'clusters-link');
+    await symlink(home, viaLink);
+    for (const named of [relative(process.cwd(), home), viaLink]) {
+      expect((await listRootClusters(named)).map((c) => c.state)).toEqual(['linked']);
+      expect(await removeRootCluster(named, '1111111111111111', { unrecorded: true })).toEqual({ removed: false, state: 'linked' });
+    }
+  });
+
   it('lists nothing where there is no such directory', async () => {
     await expect(listRootClusters(join(home, 'none'))).resolves.toEqual([]);
   });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { appendFile, lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { appendFile, lstat, readdir, readFile, readlink, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 /**
@@ -95,10 +95,14 @@ async function postmasterPid(clusterDir: string): Promise<number | null> {
   return Number.isInteger(pid) && pid > 0 && isAlive(pid) ? pid : null;
 }
 
+/** The path with every symbolic link resolved, or as given when it does not exist. */
+const canonical = (path: string) => realpath(path).catch(() => resolve(path));
+
+/** Compared as real paths: `--dir` may be relative or reach the clusters through a link, the link target is absolute. */
 async function linksHere(dataDir: string, clusterDir: string): Promise<boolean> {
   const link = join(dataDir, 'pg');
   const target = await readlink(link).catch(() => null);
-  return target !== null && resolve(dataDir, target) === clusterDir;
+  return target !== null && (await canonical(resolve(dataDir, target))) === (await canonical(clusterDir));
 }
 
 /** What `du` counts: the blocks of every file and directory, links not followed. */
