@@ -37,14 +37,18 @@ function watchReadOnly(client: PoolClient): { client: PoolClient; refusal: () =>
     if (result instanceof Promise) result.catch(note);
     return result;
   };
-  const watched = new Proxy(client, {
-    get(target, property) {
-      if (property === 'query') return query;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
+  return { client: withMember(client, 'query', query), refusal: () => refusal };
+}
+
+/** `target` with one member replaced by `value`; every other member is the target's own, its methods bound to it. */
+function withMember<T extends object>(target: T, name: keyof T, value: unknown): T {
+  return new Proxy(target, {
+    get(object, property) {
+      if (property === name) return value;
+      const member: unknown = Reflect.get(object, property, object);
+      return typeof member === 'function' ? member.bind(object) : member;
     },
   });
-  return { client: watched, refusal: () => refusal };
 }
 
 /**
@@ -137,13 +141,7 @@ export class ConnectionGate implements OnModuleDestroy {
       });
       return undefined;
     };
-    return new Proxy(pool, {
-      get(target, property) {
-        if (property === 'connect') return connect;
-        const value: unknown = Reflect.get(target, property, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    return withMember(pool, 'connect', connect);
   }
 
   /** Stops trying to reach the database, at shutdown. */

@@ -29,6 +29,27 @@ describe('the database failing under load', () => {
   const postmasterPid = () => Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
   /** The postmaster and every server process under it. */
   const serverPids = () => [postmasterPid(), ...readFileSync(`/proc/${postmasterPid()}/task/${postmasterPid()}/children`, 'utf8').trim().split(/\s+/).map(Number)];
+  /**
+   * SIGSTOP of every server process: they stay, their sockets stay open, nothing answers, not even a new
+   * connection. `thaw` resumes them; `lagMs` ends the measurement of how late this process's (and the
+   * gateway's) timers fired from the freeze on, as they do on a busy machine, and answers the worst.
+   */
+  const freeze = () => {
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
+    const pids = serverPids();
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    return {
+      thaw: () => {
+        for (const pid of pids) process.kill(pid, 'SIGCONT');
+        return performance.now();
+      },
+      lagMs: () => {
+        lag.disable();
+        return lag.max / 1e6;
+      },
+    };
+  };
   /** Connections in PostgreSQL's listen backlog: accepted by the kernel, not yet taken up by the postmaster. */
   const listenBacklog = () =>
     execFileSync('ss', ['-Hltn', `sport = :${port}`], { encoding: 'utf8' })
@@ -163,26 +184,20 @@ describe('the database failing under load', () => {
   it('ends every request, bank events included, within the statement limit plus a second (and any lag of a busy machine) while PostgreSQL is frozen', async () => {
     const running = load(12);
     await acknowledged(running.outcomes, 0);
-    // The gateway's timers fire late by as much as this process's event loop lags (a busy machine): that much is allowed on top.
-    const lag = monitorEventLoopDelay({ resolution: 10 });
-    lag.enable();
-    // SIGSTOP: every server process stays, its sockets stay open, nothing answers, not even a new connection.
-    const pids = serverPids();
-    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    const frozen = freeze();
     const frozenAt = performance.now();
     const readyWhileFrozen = t.app.inject({ method: 'GET', url: '/health/ready' });
     await new Promise((resolve) => setTimeout(resolve, 4000));
-    for (const pid of pids) process.kill(pid, 'SIGCONT');
-    const thawedAt = performance.now();
+    const thawedAt = frozen.thaw();
     await acknowledged(running.outcomes, thawedAt);
     const outcomes = await running.stop();
-    lag.disable();
+    const lagMs = frozen.lagMs();
     // The requests that were in flight at the freeze or started during it, and ended before the thaw.
     const during = outcomes.filter((o) => o.endedAt > frozenAt && o.startedAt < thawedAt && o.endedAt < thawedAt);
     expect(during.length).toBeGreaterThan(0);
     expect(new Set(during.map((o) => o.kind))).toEqual(new Set(['create', 'webhook', 'read']));
     // Those the freeze caught: none waited for the thaw.
-    const tooSlow = outcomes.filter((o) => o.endedAt > frozenAt && o.startedAt < thawedAt && o.endedAt - Math.max(o.startedAt, frozenAt) > 1000 + 1000 + lag.max / 1e6);
+    const tooSlow = outcomes.filter((o) => o.endedAt > frozenAt && o.startedAt < thawedAt && o.endedAt - Math.max(o.startedAt, frozenAt) > 1000 + 1000 + lagMs);
     expect(tooSlow.map((o) => `${o.kind} ${o.status} ${Math.round(o.endedAt - o.startedAt)} ms`)).toEqual([]);
     expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
     await reconnect();
@@ -221,20 +236,16 @@ describe('the database failing under load', () => {
     const logsBefore = t.logs().length;
     const running = load(12);
     await acknowledged(running.outcomes, 0);
-    const lag = monitorEventLoopDelay({ resolution: 10 });
-    lag.enable();
-    const pids = serverPids();
-    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    const frozen = freeze();
     // Ten times the pool's bound on opening a connection (the statement limit plus the slack, 1.5 s here):
     // a pool that kept trying would have opened and abandoned a connection per slot each time, about 40.
     await new Promise((resolve) => setTimeout(resolve, 15_000));
     const abandoned = listenBacklog();
-    for (const pid of pids) process.kill(pid, 'SIGCONT');
-    const thawedAt = performance.now();
+    const thawedAt = frozen.thaw();
     const servedAfterThaw = () => running.outcomes.filter((o) => o.startedAt >= thawedAt && o.status !== 503);
     await waitFor(async () => new Set(servedAfterThaw().map((o) => o.kind)).size === 3, 'creates, bank events and reads served after the thaw');
     const outcomes = await running.stop();
-    lag.disable();
+    const lagMs = frozen.lagMs();
     await reconnect();
 
     // The attempts under way at the freeze, the first failed ones of the pool's four slots and of the requests
@@ -243,7 +254,7 @@ describe('the database failing under load', () => {
     expect(abandoned).toBeLessThanOrEqual(4 * 3 + 2);
     const firstServed = Math.min(...servedAfterThaw().map((o) => o.endedAt)) - thawedAt;
     // Within moments (docs/operations.md has the figures), and any lag of a busy machine on top.
-    expect(firstServed).toBeLessThan(5000 + lag.max / 1e6);
+    expect(firstServed).toBeLessThan(5000 + lagMs);
     expect(outcomes.filter((o) => ![200, 201, 503].includes(o.status)).map((o) => `${o.kind} ${o.status}`)).toEqual([]);
     await nothingAcknowledgedLost(outcomes);
     const logs = t.logs().slice(logsBefore);
