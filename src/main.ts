@@ -1,3 +1,5 @@
+// First: the .env file and, when an OTLP endpoint is set, tracing, before any instrumented module loads.
+import './instrument';
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
@@ -7,8 +9,8 @@ import { AppConfig, ConfigValidationError, loadConfig } from './config/app-confi
 import { locateDatabase } from './database/database-location';
 import { leftoverClustersNotice } from './database/root-clusters';
 import { startupBanner } from './startup/banner';
-import { loadEnvFile } from './startup/env-file';
 import { resolveStartupSecrets } from './startup/generated-secrets';
+import { stopTracing } from './telemetry/tracing';
 
 // One ordered stream for every logger of the process and the start-up banner.
 const output = pino.destination(1);
@@ -28,7 +30,6 @@ function configOrExit(): AppConfig {
 }
 
 async function bootstrap(): Promise<void> {
-  loadEnvFile();
   const config = configOrExit();
   log = pino({ level: config.LOG_LEVEL }, output);
   const secrets = await resolveStartupSecrets(config);
@@ -66,6 +67,7 @@ async function bootstrap(): Promise<void> {
     // closes the pool; the embedded cluster goes last so those requests still have their database.
     await app.close();
     await database.release();
+    await stopTracing();
     log.info('Shutdown complete');
     process.exit(0);
   };
