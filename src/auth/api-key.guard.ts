@@ -1,6 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error';
+import { annotateRequest, ATTR_SOURCE } from '../telemetry/trace-context';
 import { ApiKeysService } from './api-keys.service';
 
 export const EXTERNAL_API_PREFIX = '/api/v1/';
@@ -22,6 +23,7 @@ export class ApiKeyGuard implements CanActivate {
     const key = await this.apiKeys.authenticate(request.headers['x-api-key']);
     if (!key) throw new AppError('UNAUTHORIZED', 'A valid API key is required in the X-API-Key header');
     request.apiKey = key;
+    annotateRequest({ [ATTR_SOURCE]: key.source });
     return true;
   }
 }

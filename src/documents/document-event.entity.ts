@@ -37,6 +37,10 @@ export class DocumentEventEntity {
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
+  /** The W3C traceparent of the request that produced it, when traced: its push deliveries' spans link to it. */
+  @Column({ name: 'trace_parent', type: 'varchar', length: 55, nullable: true })
+  traceParent: string | null;
+
   /**
    * The writing transaction's id (column `xid`, xid8, default pg_current_xact_id(), as text), which only
    * the feed's statement reads. TypeORM has no xid8 type, so the column is not declared (nor its index):

@@ -74,6 +74,10 @@ export class DocumentEntity {
   @Column({ type: 'jsonb', default: () => "'{}'" })
   metadata: Record<string, string>;
 
+  /** The W3C traceparent of the request that created it, when traced: a bank event's trace links to it. Never shown. */
+  @Column({ name: 'trace_parent', type: 'varchar', length: 55, nullable: true })
+  traceParent: string | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

@@ -20,6 +20,7 @@ const WRITTEN = [
   'taxAmount',
   'providerReference',
   'metadata',
+  'traceParent',
 ] as const satisfies readonly (keyof DocumentEntity)[];
 
 export type NewDocument = Pick<DocumentEntity, (typeof WRITTEN)[number]>;
@@ -50,7 +51,8 @@ export const LOCK_PROVIDER_REFERENCE = new PreparedStatement('document-lock-prov
 
 /**
  * A status or payment change and, when the status really changes, its `document.status_changed` event: $1 id,
- * $2 status, $3 payment status (null keeps the payment details), $4 bank event id, $5 the status before. The
+ * $2 status, $3 payment status (null keeps the payment details), $4 bank event id, $5 the status before, $6 the
+ * traceparent of the request that changes it (for its event). The
  * caller holds the row's lock (FOR UPDATE). A data-modifying CTE: the change and its event in one statement.
  */
 const change = (columns: string) => `WITH changed AS (
@@ -63,8 +65,8 @@ const change = (columns: string) => `WITH changed AS (
      WHERE id = $1
      RETURNING ${columns}),
    event AS (
-     INSERT INTO document_events (source, document_id, type, status, previous_status)
-     SELECT changed."source", changed."id", 'document.status_changed', changed."status", $5::varchar FROM changed WHERE changed."status" <> $5::varchar)
+     INSERT INTO document_events (source, document_id, type, status, previous_status, trace_parent)
+     SELECT changed."source", changed."id", 'document.status_changed', changed."status", $5::varchar, $6::varchar FROM changed WHERE changed."status" <> $5::varchar)
    SELECT * FROM changed`;
 
 /** Every query of the documents table. */
@@ -94,7 +96,7 @@ export class DocumentsRepository {
          INSERT INTO documents (${columnsOf<DocumentEntity>(metadata, WRITTEN)}) VALUES (${placeholders(WRITTEN.length)})
          ON CONFLICT DO NOTHING RETURNING ${columns}),
        event AS (
-         INSERT INTO document_events (source, document_id, type, status) SELECT doc."source", doc."id", 'document.created', doc."status" FROM doc)
+         INSERT INTO document_events (source, document_id, type, status, trace_parent) SELECT doc."source", doc."id", 'document.created', doc."status", doc."traceParent" FROM doc)
        SELECT doc.*, EXISTS (
          SELECT 1 FROM webhook_events w WHERE w.provider_reference = doc."providerReference" AND w.outcome = 'unmatched') AS "paymentsWaiting",
          held.id AS "heldById", held.source AS "heldBySource"
@@ -172,8 +174,11 @@ export class DocumentsRepository {
   }
 
   /** Changes a locked document's status (and payment details), appending its feed event when the status changes. */
-  async change(tx: EntityManager, change: { id: string; status: DocumentStatus; previous: DocumentStatus; paymentStatus: string | null; eventId: string | null }): Promise<DocumentEntity> {
-    const [document] = await tx.query<DocumentEntity[]>(this.changeText, [change.id, change.status, change.paymentStatus, change.eventId, change.previous]);
+  async change(
+    tx: EntityManager,
+    change: { id: string; status: DocumentStatus; previous: DocumentStatus; paymentStatus: string | null; eventId: string | null; traceParent: string | null },
+  ): Promise<DocumentEntity> {
+    const [document] = await tx.query<DocumentEntity[]>(this.changeText, [change.id, change.status, change.paymentStatus, change.eventId, change.previous, change.traceParent]);
     return document;
   }
 

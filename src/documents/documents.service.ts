@@ -15,6 +15,7 @@ import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
 import { FeedSignal } from './feed-signal';
 import { transition } from './lifecycle';
 import { PaymentsService } from './payments.service';
+import { requestTraceParent } from '../telemetry/trace-context';
 import { bankEventTarget } from './reference-claims';
 
 const DEFAULT_PAGE_SIZE = 20;
@@ -165,7 +166,7 @@ export class DocumentsService {
     const document = DocumentsService.ownedBy(key, isUuid(id) ? await this.documents.findForUpdate(tx, id) : null);
     const outcome = transition(document.status, { kind: 'cancel' });
     if (outcome.result !== 'changed') throw new AppError('INVALID_STATE_TRANSITION', `A document in status ${document.status} cannot be cancelled`);
-    const cancelled = await this.documents.change(tx, { id: document.id, status: outcome.to, previous: document.status, paymentStatus: null, eventId: null });
+    const cancelled = await this.documents.change(tx, { id: document.id, status: outcome.to, previous: document.status, paymentStatus: null, eventId: null, traceParent: requestTraceParent() });
     afterCommit(tx, () => this.feed.appended());
     return toDocumentResponse(cancelled);
   }
@@ -185,6 +186,7 @@ export class DocumentsService {
       taxAmount: dto.taxAmount,
       providerReference: dto.providerReference ?? null,
       metadata: dto.metadata ?? {},
+      traceParent: requestTraceParent(),
     };
   }
 

@@ -13,6 +13,13 @@ export type BankEventRow = Pick<ReceivedBankEvent, 'id' | 'eventId' | 'eventType
 /** An event that arrived before its document, as applying it needs it. */
 export type WaitingEvent = Pick<ReceivedBankEvent, 'id' | 'eventId' | 'status'>;
 
+/** What storing a delivery did: its outcome (null for a duplicate), and of the document it is for, see RECEIVE. */
+export interface ReceivedOutcome {
+  outcome: BankEventOutcome | null;
+  statusChanged: boolean;
+  documentTraceParent: string | null;
+}
+
 /** A verified delivery of the bank, as it is stored: the fields its event carries, and its bytes as signed. */
 export type ReceivedDelivery = Pick<ReceivedBankEvent, 'eventId' | 'eventType' | 'status' | 'providerReference' | 'signedAt'> & { rawBody: Buffer };
 
@@ -25,7 +32,7 @@ const LIFECYCLE_TABLE = `(VALUES ${LIFECYCLE.map(({ from, on, to }) => `('${from
 /**
  * Stores a delivery and, when it is the first of its eventId, decides and applies it, in one statement
  * (a data-modifying CTE): $1 eventId, $2 eventType, $3 status as sent, $4 providerReference, $5 raw body,
- * $6 signed at, $7 the status upper-cased. `target` locks the documents with the providerReference (for a
+ * $6 signed at, $7 the status upper-cased, $8 the request's traceparent (for the feed event). `target` locks the documents with the providerReference (for a
  * PAYMENT_STATUS event), each marked established when a bank event has been applied to it (its
  * payment_last_event_id is set); `decision` takes the document the event is for (reference-claims.ts,
  * `bankEventTarget`): the one established document, or else the only document, and looks the (status,
@@ -34,17 +41,17 @@ const LIFECYCLE_TABLE = `(VALUES ${LIFECYCLE.map(({ from, on, to }) => `('${from
  * is already there (the partial unique index decides, also against a concurrent delivery, which it makes
  * wait for us); then only `duplicate` is stored: the eventId, the body's SHA-256 and the times, never the
  * body again. `changed` and `event` apply the decision: the document's status and payment details, and its
- * feed event when the status changes. Answers the stored outcome (null for a duplicate) and whether a
- * status changed.
+ * feed event when the status changes. Answers the stored outcome (null for a duplicate), whether a status
+ * changed, and the traceparent of the request that created the document the event is for.
  */
-const RECEIVE = new PreparedStatement<{ outcome: BankEventOutcome | null; statusChanged: boolean }>(
+const RECEIVE = new PreparedStatement<ReceivedOutcome>(
   'bank-event-receive',
   `WITH target AS MATERIALIZED (
-     SELECT id, status, payment_last_event_id IS NOT NULL AS established
+     SELECT id, status, payment_last_event_id IS NOT NULL AS established, trace_parent
        FROM documents WHERE provider_reference = $4::varchar AND $2::varchar = '${PAYMENT_STATUS_EVENT}' FOR UPDATE),
    claimers AS MATERIALIZED (SELECT count(*) AS n, count(*) FILTER (WHERE established) AS established FROM target),
    decision AS MATERIALIZED (
-     SELECT t.id, t.status AS previous, lifecycle.to_status, lifecycle.to_status IS NOT NULL AS applies
+     SELECT t.id, t.status AS previous, lifecycle.to_status, lifecycle.to_status IS NOT NULL AS applies, t.trace_parent
        FROM target t CROSS JOIN claimers
        LEFT JOIN ${LIFECYCLE_TABLE} ON lifecycle.from_status = t.status AND lifecycle.on_event = $7::varchar
       WHERE CASE WHEN claimers.established = 0 THEN claimers.n = 1 ELSE claimers.established = 1 AND t.established END),
@@ -67,9 +74,10 @@ const RECEIVE = new PreparedStatement<{ outcome: BankEventOutcome | null; status
       WHERE documents.id = d.id AND d.applies AND EXISTS (SELECT 1 FROM first)
      RETURNING documents.id, documents.source, documents.status, d.previous),
    event AS (
-     INSERT INTO document_events (source, document_id, type, status, previous_status)
-     SELECT source, id, 'document.status_changed', status, previous FROM changed WHERE status <> previous)
-   SELECT (SELECT outcome FROM first) AS outcome, EXISTS (SELECT 1 FROM changed WHERE status <> previous) AS "statusChanged"`,
+     INSERT INTO document_events (source, document_id, type, status, previous_status, trace_parent)
+     SELECT source, id, 'document.status_changed', status, previous, $8::varchar FROM changed WHERE status <> previous)
+   SELECT (SELECT outcome FROM first) AS outcome, EXISTS (SELECT 1 FROM changed WHERE status <> previous) AS "statusChanged",
+          (SELECT trace_parent FROM decision) AS "documentTraceParent"`,
 );
 
 /** Events that arrived before their document, oldest first: looked at by every create with a providerReference. */
@@ -105,11 +113,11 @@ export class PaymentsRepository {
    * lock: RECEIVE's snapshot is taken once the lock is granted, so it sees every document committed
    * before. Null outcome: a duplicate.
    */
-  async receive(delivery: ReceivedDelivery): Promise<{ outcome: BankEventOutcome | null; statusChanged: boolean }> {
+  async receive(delivery: ReceivedDelivery, traceParent: string | null): Promise<ReceivedOutcome> {
     const { eventId, eventType, status, providerReference, rawBody, signedAt } = delivery;
     const [, [row]] = await transactionOf(this.events.manager, [
       LOCK_PROVIDER_REFERENCE.with(providerReference),
-      RECEIVE.with(eventId, eventType, status, providerReference, rawBody, signedAt, providerStatusOf(status)),
+      RECEIVE.with(eventId, eventType, status, providerReference, rawBody, signedAt, providerStatusOf(status), traceParent),
     ]);
     return row;
   }

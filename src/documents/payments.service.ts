@@ -11,6 +11,7 @@ import { BankEventOutcome } from './bank-event.entity';
 import { DocumentEntity } from './document.entity';
 import { DocumentsRepository } from './documents.repository';
 import { FeedSignal } from './feed-signal';
+import { annotateRequest, ATTR_BANK_EVENT_OUTCOME, linkRequestTo, requestTraceParent } from '../telemetry/trace-context';
 import { providerStatusOf, transition } from './lifecycle';
 import { BankEventRow, PaymentsRepository, ReceivedDelivery, WaitingEvent } from './payments.repository';
 
@@ -50,9 +51,11 @@ export class PaymentsService {
 
   /** Stores and applies one verified delivery; the caller answers 200 only after this resolves (committed). */
   async receive(delivery: ReceivedDelivery): Promise<BankEventOutcome> {
-    const { outcome: stored, statusChanged } = await this.payments.receive(delivery);
+    const { outcome: stored, statusChanged, documentTraceParent } = await this.payments.receive(delivery, requestTraceParent());
     const outcome = stored ?? 'duplicate';
     this.received.inc({ outcome });
+    annotateRequest({ [ATTR_BANK_EVENT_OUTCOME]: outcome });
+    linkRequestTo(documentTraceParent);
     if (statusChanged) this.feed.appended();
     if (outcome === 'ambiguous') {
       // Which source's document is meant only an administrator can tell (POST /admin/webhook-events/{eventId}/apply).
@@ -95,7 +98,7 @@ export class PaymentsService {
     const assessed = transition(document.status, { kind: 'provider', status: event.status });
     if (assessed.result !== 'refused') {
       const status = assessed.result === 'changed' ? assessed.to : document.status;
-      document = await this.documents.change(tx, { id: document.id, status, previous: document.status, paymentStatus: providerStatusOf(event.status), eventId: event.eventId });
+      document = await this.documents.change(tx, { id: document.id, status, previous: document.status, paymentStatus: providerStatusOf(event.status), eventId: event.eventId, traceParent: requestTraceParent() });
     }
     const outcome = assessed.result === 'refused' ? 'ignored' : 'applied';
     await this.payments.settle(tx, event.id, outcome, document.id);

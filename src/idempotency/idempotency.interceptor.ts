@@ -3,7 +3,9 @@ import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { EntityManager } from 'typeorm';
+import { AppError } from '../common/app-error';
 import { PROBLEM_CONTENT_TYPE } from '../common/problem';
+import { annotateRequest, ATTR_IDEMPOTENCY_OUTCOME, IdempotencyOutcome } from '../telemetry/trace-context';
 import { requestFingerprint } from './fingerprint';
 import { Answer, IdempotencyService, IdempotentCall } from './idempotency.service';
 
@@ -42,8 +44,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private async answer(call: IdempotentCall, request: FastifyRequest, reply: FastifyReply, next: CallHandler): Promise<string> {
-    const begun = await this.idempotency.begin(call);
-    if (begun.kind === 'replay') return send(reply, begun.answer, true);
+    const begun = await this.idempotency.begin(call).catch((error: unknown) => {
+      const refused = refusedOutcome(error);
+      if (refused) traced(refused);
+      throw error;
+    });
+    if (begun.kind === 'replay') {
+      traced('replayed');
+      return send(reply, begun.answer, true);
+    }
     const { claim } = begun;
     request.idempotencyTransaction = claim.manager;
     let answer: Answer;
@@ -61,8 +70,18 @@ export class IdempotencyInterceptor implements NestInterceptor {
       answer = refusal;
     }
     await this.idempotency.finish(claim, call, answer);
+    traced('created');
     return send(reply, answer, false);
   }
+}
+
+function traced(outcome: IdempotencyOutcome): void {
+  annotateRequest({ [ATTR_IDEMPOTENCY_OUTCOME]: outcome });
+}
+
+function refusedOutcome(error: unknown): IdempotencyOutcome | null {
+  if (!(error instanceof AppError)) return null;
+  return error.code === 'IDEMPOTENCY_KEY_IN_USE' ? 'in_use' : error.code === 'IDEMPOTENCY_KEY_REUSED' ? 'reused' : null;
 }
 
 /** The answer as stored, status and headers included; the body is sent as the stored text. */

@@ -41,7 +41,7 @@ const CLAIM = new PreparedStatement(
       WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
      RETURNING d.id, d.endpoint_id, d.retry_step, w.url, w.secret,
                CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret,
-               e.id AS event_id, e.source, e.type, e.document_id, e.status, e.previous_status, e.created_at),
+               e.id AS event_id, e.source, e.type, e.document_id, e.status, e.previous_status, e.created_at, e.trace_parent),
    held AS (
      SELECT $7 > 0 AND EXISTS (
        SELECT 1 FROM free, outbound_deliveries d
@@ -172,6 +172,7 @@ export class DeliveryClaimsRepository {
             status: row.status as DocumentEventEntity['status'],
             previousStatus: row.previous_status as DocumentEventEntity['previousStatus'],
             createdAt: row.created_at as Date,
+            traceParent: (row.trace_parent as string | null) ?? null,
           },
         }),
       );

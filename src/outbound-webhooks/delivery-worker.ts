@@ -7,6 +7,7 @@ import { DATABASE_URL } from '../database/database.module';
 import { Listener } from '../database/listener';
 import { DocumentEventsService } from '../documents/document-events.service';
 import { FeedSignal } from '../documents/feed-signal';
+import { inLinkedSpan, outsideTrace } from '../telemetry/trace-context';
 import { ClaimedDelivery, DeliveryClaimsRepository } from './delivery-claims.repository';
 import { DeliveryRecorder, RecordedAttempt } from './delivery-recorder';
 import { AttemptResult, DeliverySender } from './delivery-sender';
@@ -92,7 +93,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       latestStartMs: (config.OUTBOUND_WEBHOOKS_LEASE_SECONDS - attemptSeconds - 2) * 1000,
     });
     this.recorder = new DeliveryRecorder(claims, this.instance, (recorded) => this.recorded(recorded));
-    feed.subscribe(() => this.announce());
+    // Outside the trace of the request whose commit told of new events: claims and NOTIFYs are the worker's own.
+    feed.subscribe(() => outsideTrace(() => this.announce()));
   }
 
   /**
@@ -239,7 +241,14 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     const body = JSON.stringify({ type: event.type, timestamp: event.createdAt, data: event });
     const attemptedAt = new Date();
     const headers = signedHeaders(delivery.secrets, event.id, Math.floor(attemptedAt.getTime() / 1000), body);
-    const result = await this.sender.send(delivery.url, headers, body);
+    // A trace of its own, linked to the request that produced the event; the request to the endpoint carries its traceparent.
+    const result = await inLinkedSpan(
+      'push delivery',
+      delivery.event.traceParent,
+      { 'gateway.delivery.id': delivery.id, 'gateway.endpoint.id': delivery.endpointId, 'gateway.event.id': event.id, 'gateway.event.type': event.type, 'gateway.delivery.attempt': delivery.retryStep + 1 },
+      () => this.sender.send(delivery.url, headers, body),
+      (sent) => ({ 'gateway.delivery.result': sent.ok ? 'delivered' : (sent.error ?? 'http_error'), ...(sent.status === null ? {} : { 'http.response.status_code': sent.status }), failed: !sent.ok }),
+    );
     if (result.error === 'shutdown') return this.release([delivery.id]);
     const outcome = this.outcomeOf(delivery, result);
     const delaySeconds = outcome === 'retrying' ? this.retryDelay(delivery.retryStep, result.retryAfterSeconds) : null;

@@ -80,7 +80,7 @@ describe('DocumentsRepository', () => {
     expect(first.heldBy).toBeNull();
     // Claimed by a second source while no bank event has been applied: not established, so nobody holds it.
     expect((await dataSource.transaction((tx) => documents.insert(tx, newDocument({ source: 'second-source', providerReference: reference }))))!.heldBy).toBeNull();
-    await dataSource.transaction((tx) => documents.change(tx, { id: first.document.id, status: 'PAID', previous: 'PENDING_PAYMENT', paymentStatus: 'PAID', eventId: 'evt-held' }));
+    await dataSource.transaction((tx) => documents.change(tx, { id: first.document.id, status: 'PAID', previous: 'PENDING_PAYMENT', paymentStatus: 'PAID', eventId: 'evt-held', traceParent: null }));
     const later = (await dataSource.transaction((tx) => documents.insert(tx, newDocument({ source: 'third-source', providerReference: reference }))))!;
     expect(later.heldBy).toEqual({ id: first.document.id, source: 'first-source' });
     expect(later.document).not.toHaveProperty('heldById');
@@ -92,10 +92,10 @@ describe('DocumentsRepository', () => {
     const { document } = (await dataSource.transaction((tx) => documents.insert(tx, newDocument())))!;
     const recorded = await dataSource.transaction(async (tx) => {
       const locked = await documents.findForUpdate(tx, document.id);
-      return documents.change(tx, { id: locked!.id, status: 'PENDING_PAYMENT', previous: 'PENDING_PAYMENT', paymentStatus: 'PROCESSING', eventId: 'evt-1' });
+      return documents.change(tx, { id: locked!.id, status: 'PENDING_PAYMENT', previous: 'PENDING_PAYMENT', paymentStatus: 'PROCESSING', eventId: 'evt-1', traceParent: null });
     });
     expect(recorded).toMatchObject({ status: 'PENDING_PAYMENT', paymentStatus: 'PROCESSING', paymentLastEventId: 'evt-1', paymentUpdatedAt: expect.any(Date) });
-    const paid = await dataSource.transaction((tx) => documents.change(tx, { id: document.id, status: 'PAID', previous: 'PENDING_PAYMENT', paymentStatus: 'PAID', eventId: 'evt-2' }));
+    const paid = await dataSource.transaction((tx) => documents.change(tx, { id: document.id, status: 'PAID', previous: 'PENDING_PAYMENT', paymentStatus: 'PAID', eventId: 'evt-2', traceParent: null }));
     expect(paid).toEqual(await documents.find(document.id));
     const { rows } = await m.check.query(`SELECT type, status, previous_status FROM document_events WHERE document_id = $1 ORDER BY id`, [document.id]);
     expect(rows).toEqual([

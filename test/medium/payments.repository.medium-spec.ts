@@ -38,7 +38,7 @@ describe('PaymentsRepository', () => {
     const reference = `PAY-${unique()}`;
     const id = await documentWith(reference);
     const paid = delivery(reference, 'paid');
-    expect(await payments.receive(paid)).toEqual({ outcome: 'applied', statusChanged: true });
+    expect(await payments.receive(paid, null)).toEqual({ outcome: 'applied', statusChanged: true, documentTraceParent: null });
     expect(await documentStatus(id)).toEqual({ status: 'PAID', payment_status: 'PAID' });
     expect(await stored(paid.eventId)).toEqual([{ outcome: 'applied', document_id: id, kept: true }]);
     expect((await m.check.query(`SELECT type, status, previous_status FROM document_events WHERE document_id = $1 ORDER BY id`, [id])).rows).toEqual([
@@ -46,12 +46,12 @@ describe('PaymentsRepository', () => {
       { type: 'document.status_changed', status: 'PAID', previous_status: 'PENDING_PAYMENT' },
     ]);
     // Recorded, not moved: PROCESSING after PAID is not allowed; nor is an unknown status, nor a cancel from the bank.
-    for (const status of ['PROCESSING', 'WHATEVER', 'cancel']) expect(await payments.receive(delivery(reference, status))).toEqual({ outcome: 'ignored', statusChanged: false });
+    for (const status of ['PROCESSING', 'WHATEVER', 'cancel']) expect(await payments.receive(delivery(reference, status), null)).toEqual({ outcome: 'ignored', statusChanged: false, documentTraceParent: null });
     expect(await documentStatus(id)).toEqual({ status: 'PAID', payment_status: 'PAID' });
     // Only recorded: the payment status changes, the document's does not, and the feed gets nothing.
     const pending = `PAY-${unique()}-pending`;
     const pendingId = await documentWith(pending);
-    expect(await payments.receive(delivery(pending, 'processing'))).toEqual({ outcome: 'applied', statusChanged: false });
+    expect(await payments.receive(delivery(pending, 'processing'), null)).toEqual({ outcome: 'applied', statusChanged: false, documentTraceParent: null });
     expect(await documentStatus(pendingId)).toEqual({ status: 'PENDING_PAYMENT', payment_status: 'PROCESSING' });
   });
 
@@ -59,8 +59,8 @@ describe('PaymentsRepository', () => {
     const reference = `PAY-${unique()}`;
     const id = await documentWith(reference);
     const failed = delivery(reference, 'FAILED');
-    await payments.receive(failed);
-    expect(await payments.receive({ ...failed, status: 'PAID' })).toEqual({ outcome: null, statusChanged: false });
+    await payments.receive(failed, null);
+    expect(await payments.receive({ ...failed, status: 'PAID' }, null)).toEqual({ outcome: null, statusChanged: false, documentTraceParent: null });
     expect(await stored(failed.eventId)).toEqual([
       { outcome: 'applied', document_id: id, kept: true },
       { outcome: 'duplicate', document_id: id, kept: false },
@@ -74,7 +74,7 @@ describe('PaymentsRepository', () => {
   it('keeps an event for no document as unmatched, one for documents of several sources as ambiguous, and another event type as ignored', async () => {
     const reference = `PAY-${unique()}`;
     const early = delivery(reference, 'PAID');
-    expect(await payments.receive(early)).toEqual({ outcome: 'unmatched', statusChanged: false });
+    expect(await payments.receive(early, null)).toEqual({ outcome: 'unmatched', statusChanged: false, documentTraceParent: null });
     const id = await documentWith(reference);
     const waiting = await dataSource.transaction((tx) => payments.waiting(tx, reference));
     expect(waiting).toEqual([{ id: expect.any(String), eventId: early.eventId, status: 'PAID' }]);
@@ -82,12 +82,12 @@ describe('PaymentsRepository', () => {
     expect(await stored(early.eventId)).toEqual([{ outcome: 'applied', document_id: id, kept: true }]);
     expect((await m.check.query(`SELECT processed_at IS NOT NULL AS processed FROM webhook_events WHERE event_id = $1`, [early.eventId])).rows).toEqual([{ processed: true }]);
 
-    expect(await payments.receive(delivery(reference, 'PAID', undefined, 'PAYOUT_CREATED'))).toEqual({ outcome: 'ignored', statusChanged: false });
+    expect(await payments.receive(delivery(reference, 'PAID', undefined, 'PAYOUT_CREATED'), null)).toEqual({ outcome: 'ignored', statusChanged: false, documentTraceParent: null });
     expect((await payments.page({ outcome: 'unmatched' }, 10)).map((e) => e.providerReference)).not.toContain(reference);
 
     await documentWith(reference, 'another-source');
     const ambiguous = delivery(reference, 'REFUNDED');
-    expect(await payments.receive(ambiguous)).toEqual({ outcome: 'ambiguous', statusChanged: false });
+    expect(await payments.receive(ambiguous, null)).toEqual({ outcome: 'ambiguous', statusChanged: false, documentTraceParent: null });
     const locked = await dataSource.transaction((tx) => payments.findForUpdate(tx, ambiguous.eventId));
     expect(locked).toMatchObject({ eventId: ambiguous.eventId, outcome: 'ambiguous', providerReference: reference, status: 'REFUNDED' });
   });
@@ -106,7 +106,7 @@ describe('PaymentsRepository', () => {
         }
         const event = delivery(reference, 'PROCESSING');
         const expected = bankEventTarget(claims);
-        const { outcome } = await payments.receive(event);
+        const { outcome } = await payments.receive(event, null);
         expect({ claims, outcome, stored: await stored(event.eventId) }).toEqual({
           claims,
           outcome: expected ? 'applied' : 'ambiguous',
@@ -120,18 +120,18 @@ describe('PaymentsRepository', () => {
   it('keeps the established document after its own source cancels it: the events are ignored there, not moved to a later claim', async () => {
     const reference = `PAY-${unique()}`;
     const first = await documentWith(reference, 'owner');
-    expect((await payments.receive(delivery(reference, 'PENDING'))).outcome).toBe('applied');
+    expect((await payments.receive(delivery(reference, 'PENDING'), null)).outcome).toBe('applied');
     await m.check.query(`UPDATE documents SET status = 'CANCELLED' WHERE id = $1`, [first]);
     const later = await documentWith(reference, 'later');
     const paid = delivery(reference, 'PAID');
-    expect(await payments.receive(paid)).toEqual({ outcome: 'ignored', statusChanged: false });
+    expect(await payments.receive(paid, null)).toEqual({ outcome: 'ignored', statusChanged: false, documentTraceParent: null });
     expect(await stored(paid.eventId)).toEqual([{ outcome: 'ignored', document_id: first, kept: true }]);
     expect(await documentStatus(later)).toEqual({ status: 'PENDING_PAYMENT', payment_status: null });
   });
 
   it('counts the outcomes per time bucket, and pages newest first', async () => {
     const reference = `PAY-${unique()}`;
-    await payments.receive(delivery(reference, 'PAID'));
+    await payments.receive(delivery(reference, 'PAID'), null);
     const buckets = await payments.outcomesPerBucket(1, 5);
     expect(buckets.length).toBeGreaterThan(0);
     expect(buckets.at(-1)).toEqual({ at: expect.any(Date), outcome: expect.any(String), count: expect.any(Number) });

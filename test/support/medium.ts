@@ -79,6 +79,7 @@ export function newDocument(overrides: Partial<NewDocument> = {}): NewDocument {
     taxAmount: '19.00',
     providerReference: null,
     metadata: { zz: 'last', a: 'first' },
+    traceParent: null,
     ...overrides,
   };
 }
