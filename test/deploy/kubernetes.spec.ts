@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/app-config';
 import {
   DEPLOY,
@@ -179,7 +180,7 @@ describe('deploy/kubernetes: the instances', () => {
       env.map(({ name, valueFrom }) => ({ name, secret: valueFrom?.secretKeyRef?.name, key: valueFrom?.secretKeyRef?.key, optional: valueFrom?.secretKeyRef?.optional ?? false }));
     const env = fromSecret(container.env);
     expect(env.filter((e) => !e.optional).map((e) => e.name)).toEqual(['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'METRICS_TOKEN']);
-    expect(env.filter((e) => e.optional).map((e) => e.name)).toEqual(['BANK_WEBHOOK_SECRET_PREVIOUS', 'REDIS_URL']);
+    expect(env.filter((e) => e.optional).map((e) => e.name)).toEqual(['BANK_WEBHOOK_SECRET_PREVIOUS', 'REDIS_URL', 'OTEL_EXPORTER_OTLP_HEADERS']);
     for (const e of env) expect([e.secret, e.key]).toEqual([secret.metadata!.name, e.name]);
     expect(Object.keys(secret.stringData!).sort()).toEqual(env.map((e) => e.name).sort());
     // A template: placeholders only.
@@ -202,12 +203,31 @@ describe('deploy/kubernetes: the instances', () => {
     expect(matches(policy.spec.podSelector.matchLabels, job.spec.template.metadata.labels)).toBe(true);
     expect(policy.spec.ingress).toEqual([expect.objectContaining({ ports: [{ port: 'http', protocol: 'TCP' }] })]);
     const egressPorts = policy.spec.egress.flatMap((rule: { ports: { port: number }[] }) => rule.ports.map((p) => p.port));
-    expect(new Set(egressPorts)).toEqual(new Set([53, 5432, 6379, 443]));
+    expect(new Set(egressPorts)).toEqual(new Set([53, 5432, 6379, 443, 4318, 4317]));
     const monitor = find('monitoring/servicemonitor.yaml', 'ServiceMonitor');
     expect(matches(monitor.spec.selector.matchLabels, service.metadata!.labels!)).toBe(true);
     expect(monitor.spec.endpoints).toEqual([
       expect.objectContaining({ port: 'http', path: '/metrics', authorization: { type: 'Bearer', credentials: { name: NAME, key: 'METRICS_TOKEN' } } }),
     ]);
+  });
+
+  it('traces only once pointed at a collector (the overlay example does), whose OTLP ports the NetworkPolicy lets out', () => {
+    // The base leaves tracing off: applied where no collector runs, it does no work toward nothing.
+    expect(Object.keys(configMap.data!).filter((name) => name.startsWith('OTEL_'))).toEqual([]);
+    const overlay = all.find((m) => m.source.startsWith('deploy/overlay-example/app/kustomization.yaml#'))!.object;
+    const operations = (overlay.patches as { target: { kind: string; name: string }; patch: string }[])
+      .filter(({ target }) => target.kind === 'ConfigMap' && target.name === configMap.metadata!.name)
+      .flatMap(({ patch }) => parse(patch) as { op: string; path: string; value: string }[]);
+    const data = Object.fromEntries(operations.filter((o) => o.op === 'add').map((o) => [o.path.replace(/^\/data\//, ''), o.value]));
+    const endpoint = new URL(data.OTEL_EXPORTER_OTLP_ENDPOINT);
+    expect([endpoint.protocol, endpoint.port, endpoint.pathname]).toEqual(['http:', '4318', '/']);
+    expect(data).toMatchObject({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: expect.stringMatching(/^(0(\.\d+)?|1)$/) });
+    // Every variable it sets is one .env.example documents.
+    const known = new Set(readEnvExample().map((e) => e.name));
+    expect(Object.keys(data).filter((name) => !known.has(name))).toEqual([]);
+    const policy = find('networkpolicy.yaml', 'NetworkPolicy');
+    const egress = policy.spec.egress.flatMap((rule: { to?: unknown; ports: { port: number; protocol: string }[] }) => (rule.to ? [] : rule.ports));
+    expect(egress).toContainEqual({ port: Number(endpoint.port), protocol: 'TCP' });
   });
 
   it('runs migrations in a Job with the built migration CLI the image ships, against the same Secret', () => {
