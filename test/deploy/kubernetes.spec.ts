@@ -271,7 +271,7 @@ describe('deploy/kubernetes/monitoring: alerts and dashboard', () => {
   it('has a dashboard whose panels each query, on the data source variable, and fit the grid', () => {
     const { uid, panels, templating } = dashboard();
     expect(uid).toBe(NAME);
-    expect(templating.list.map((v) => v.name)).toEqual(['datasource', 'namespace']);
+    expect(templating.list.map((v) => v.name)).toEqual(['datasource', 'namespace', 'tempo', 'service']);
     expect(new Set(panels.map((p) => p.id)).size).toBe(panels.length);
     for (const panel of panels.filter((p) => p.type !== 'row')) {
       expect(panel.targets?.length).toBeGreaterThan(0);
@@ -279,6 +279,28 @@ describe('deploy/kubernetes/monitoring: alerts and dashboard', () => {
       expect(panel.gridPos.x + panel.gridPos.w).toBeLessThanOrEqual(24);
     }
     expect(dashboardExpressions().length).toBeGreaterThan(20);
+  });
+
+  it('links to traces in Explore on the Tempo data source variable, filtered by the service name tracing exports by default', () => {
+    const { links, panels, templating } = dashboard() as ReturnType<typeof dashboard> & { links: { url: string }[] };
+    expect(templating.list.find((v) => v.name === 'tempo')).toMatchObject({ type: 'datasource', query: 'tempo' });
+    // OTEL_SERVICE_NAME's default (.env.example).
+    const service = readEnvExample().find((e) => e.name === 'OTEL_SERVICE_NAME')!.value;
+    expect(templating.list.find((v) => v.name === 'service')).toMatchObject({ type: 'textbox', query: service });
+    const panelLinks = panels.flatMap((p) => ((p as { fieldConfig?: { defaults: { links?: { url: string }[] } } }).fieldConfig?.defaults.links ?? []).map((link) => ({ panel: p.title, url: link.url })));
+    expect(panelLinks.map((l) => l.panel)).toEqual(expect.arrayContaining(['p99 latency by route', '5xx by route', 'Delivery attempts by outcome', 'Bank webhook events by outcome']));
+    for (const { url } of [...links, ...panelLinks]) {
+      const [path, query] = url.split('?');
+      expect(path).toBe('/explore');
+      const panes = JSON.parse(new URLSearchParams(query).get('panes')!) as Record<string, { datasource: string; queries: { datasource: { type: string; uid: string }; queryType: string; query: string }[] }>;
+      for (const pane of Object.values(panes)) {
+        expect(pane.datasource).toBe('${tempo}');
+        for (const q of pane.queries) {
+          expect([q.datasource, q.queryType]).toEqual([{ type: 'tempo', uid: '${tempo}' }, 'traceql']);
+          expect(q.query).toMatch(/^\{resource\.service\.name="\$\{service\}" && .+\}$/);
+        }
+      }
+    }
   });
 
   it('uses only metrics the gateway exports or docs/operations.md announces, in expressions that parse', () => {
