@@ -65,12 +65,14 @@ describe('docker-compose.yml', () => {
     expect(namedVolumeAt(services.postgres, '/var/lib/postgresql/data')).toBe('pgdata');
   });
 
-  it('publishes the gateway on 127.0.0.1 unless PUBLISH_ADDRESS says otherwise, and nothing else at all', () => {
+  it('publishes the gateway on 127.0.0.1 unless PUBLISH_ADDRESS says otherwise, and nothing else but the trace UI on loopback', () => {
     expect(compose().services.app.ports).toEqual(['127.0.0.1:3000:3000']);
     expect(compose({ PORT: '8080' }).services.app.ports).toEqual(['127.0.0.1:8080:3000']);
     expect(compose({ PUBLISH_ADDRESS: '0.0.0.0' }).services.app.ports).toEqual(['0.0.0.0:3000:3000']);
     const { services, networks } = compose();
-    for (const [name, service] of Object.entries(services)) if (name !== 'app') expect([name, service.ports]).toEqual([name, undefined]);
+    // Jaeger's UI answers anyone who reaches it, so never beyond this host; its OTLP ports are not published.
+    expect(services.jaeger.ports).toEqual(['127.0.0.1:16686:16686']);
+    for (const [name, service] of Object.entries(services)) if (name !== 'app' && name !== 'jaeger') expect([name, service.ports]).toEqual([name, undefined]);
     // The database and Valkey are on an internal network only.
     expect(networks.backend.internal).toBe(true);
     expect(services.postgres.networks).toEqual(['backend']);
@@ -89,6 +91,24 @@ describe('docker-compose.yml', () => {
     });
     expect(services.postgres.depends_on).toEqual({ secrets: { condition: 'service_completed_successfully' } });
     expect(services.redis.profiles).toEqual(['redis']);
+  });
+
+  it('starts a trace collector with the profile `tracing` only, and traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set', () => {
+    const { services } = compose();
+    expect(services.jaeger.profiles).toEqual(['tracing']);
+    expect(services.jaeger.image).toMatch(/^jaegertracing\/jaeger:2\.\d+\.\d+$/);
+    // On the network the gateway shares with it, not the internal one of the database.
+    expect(services.jaeger.networks).toEqual(['default']);
+    expect(services.app.networks).toContain('default');
+    expect(services.app.depends_on).toMatchObject({ jaeger: { condition: 'service_started', required: false } });
+    // Empty, the default, is off; the documented value names the service and its OTLP/HTTP port.
+    expect(services.app.environment!.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('');
+    expect(compose({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' }).services.app.environment!.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://jaeger:4318');
+    const documented = [...COMPOSE_TEXT.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT=(http:\/\/[^\s]+)/g)].map((m) => m[1]);
+    expect(documented.length).toBeGreaterThan(0);
+    for (const url of documented) expect(new URL(url)).toMatchObject({ hostname: 'jaeger', port: '4318' });
+    // No other OTEL_* variable is fixed here: .env (env_file) sets them, and the gateway's default is the SDK's.
+    expect(Object.keys(services.app.environment!).filter((name) => name.startsWith('OTEL_'))).toEqual(['OTEL_EXPORTER_OTLP_ENDPOINT']);
   });
 
   it('has no fixed password: PostgreSQL reads the generated one from a file, the gateway gets it from its data directory', () => {

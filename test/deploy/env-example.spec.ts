@@ -21,6 +21,23 @@ const ANNOUNCED = new Set([
   'ADMIN_SESSION_MAX_SECONDS',
 ]);
 
+/**
+ * OpenTelemetry's standard variables, which the OpenTelemetry SDK reads from the environment (only when tracing
+ * starts) rather than the configuration class. Listed commented out: a copied .env must not turn tracing on.
+ */
+const OPENTELEMETRY = new Set([
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_PROPAGATORS',
+  'OTEL_SDK_DISABLED',
+]);
+
 /** Every variable the configuration class declares (each has at least one validation rule), read now. */
 const configured = [...new Set(getMetadataStorage().getTargetValidationMetadatas(AppConfig, '', false, false).map((m) => m.propertyName))];
 const defaults = new AppConfig() as unknown as Record<string, unknown>;
@@ -37,11 +54,30 @@ describe('.env.example against the configuration class (one source of truth)', (
     expect(configured.length).toBeGreaterThan(30);
   });
 
-  it('lists nothing the gateway does not read, but compose-only and announced variables, the latter commented out', () => {
-    const unknown = entries.filter((e) => !configured.includes(e.name) && !COMPOSE_ONLY.has(e.name) && !ANNOUNCED.has(e.name));
+  it('lists nothing the gateway does not read, but compose-only, announced and OpenTelemetry variables, the last two commented out', () => {
+    const unknown = entries.filter((e) => !configured.includes(e.name) && !COMPOSE_ONLY.has(e.name) && !ANNOUNCED.has(e.name) && !OPENTELEMETRY.has(e.name));
     expect(unknown.map((e) => `line ${e.line}: ${e.name}`)).toEqual([]);
     const setButNotRead = entries.filter((e) => ANNOUNCED.has(e.name) && !configured.includes(e.name) && !e.commented);
     expect(setButNotRead.map((e) => e.name)).toEqual([]);
+    expect(entries.filter((e) => OPENTELEMETRY.has(e.name) && !e.commented).map((e) => e.name)).toEqual([]);
+  });
+
+  it('lists the standard OpenTelemetry variables the gateway honours, each with the default tracing has without it', () => {
+    const listed = new Map(entries.filter((e) => OPENTELEMETRY.has(e.name)).map((e) => [e.name, e]));
+    expect([...OPENTELEMETRY].filter((name) => !listed.has(name))).toEqual([]);
+    const stated = Object.fromEntries([...listed].map(([name, e]) => [name, statedDefault(e)]));
+    expect(stated).toMatchObject({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'unset',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_SERVICE_NAME: 'tax-document-gateway',
+      OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+      OTEL_PROPAGATORS: 'tracecontext,baggage',
+      OTEL_SDK_DISABLED: 'false',
+    });
+    // A commented default reads as the default itself.
+    for (const name of ['OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_SERVICE_NAME', 'OTEL_TRACES_SAMPLER', 'OTEL_PROPAGATORS', 'OTEL_SDK_DISABLED']) {
+      expect([name, listed.get(name)!.value]).toEqual([name, stated[name]]);
+    }
   });
 
   it('sets only the defaults: a value given is the one the gateway has without it', () => {

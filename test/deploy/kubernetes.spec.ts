@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/app-config';
 import {
   DEPLOY,
@@ -179,7 +180,7 @@ describe('deploy/kubernetes: the instances', () => {
       env.map(({ name, valueFrom }) => ({ name, secret: valueFrom?.secretKeyRef?.name, key: valueFrom?.secretKeyRef?.key, optional: valueFrom?.secretKeyRef?.optional ?? false }));
     const env = fromSecret(container.env);
     expect(env.filter((e) => !e.optional).map((e) => e.name)).toEqual(['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'METRICS_TOKEN']);
-    expect(env.filter((e) => e.optional).map((e) => e.name)).toEqual(['BANK_WEBHOOK_SECRET_PREVIOUS', 'REDIS_URL']);
+    expect(env.filter((e) => e.optional).map((e) => e.name)).toEqual(['BANK_WEBHOOK_SECRET_PREVIOUS', 'REDIS_URL', 'OTEL_EXPORTER_OTLP_HEADERS']);
     for (const e of env) expect([e.secret, e.key]).toEqual([secret.metadata!.name, e.name]);
     expect(Object.keys(secret.stringData!).sort()).toEqual(env.map((e) => e.name).sort());
     // A template: placeholders only.
@@ -202,12 +203,31 @@ describe('deploy/kubernetes: the instances', () => {
     expect(matches(policy.spec.podSelector.matchLabels, job.spec.template.metadata.labels)).toBe(true);
     expect(policy.spec.ingress).toEqual([expect.objectContaining({ ports: [{ port: 'http', protocol: 'TCP' }] })]);
     const egressPorts = policy.spec.egress.flatMap((rule: { ports: { port: number }[] }) => rule.ports.map((p) => p.port));
-    expect(new Set(egressPorts)).toEqual(new Set([53, 5432, 6379, 443]));
+    expect(new Set(egressPorts)).toEqual(new Set([53, 5432, 6379, 443, 4318, 4317]));
     const monitor = find('monitoring/servicemonitor.yaml', 'ServiceMonitor');
     expect(matches(monitor.spec.selector.matchLabels, service.metadata!.labels!)).toBe(true);
     expect(monitor.spec.endpoints).toEqual([
       expect.objectContaining({ port: 'http', path: '/metrics', authorization: { type: 'Bearer', credentials: { name: NAME, key: 'METRICS_TOKEN' } } }),
     ]);
+  });
+
+  it('traces only once pointed at a collector (the overlay example does), whose OTLP ports the NetworkPolicy lets out', () => {
+    // The base leaves tracing off: applied where no collector runs, it does no work toward nothing.
+    expect(Object.keys(configMap.data!).filter((name) => name.startsWith('OTEL_'))).toEqual([]);
+    const overlay = all.find((m) => m.source.startsWith('deploy/overlay-example/app/kustomization.yaml#'))!.object;
+    const operations = (overlay.patches as { target: { kind: string; name: string }; patch: string }[])
+      .filter(({ target }) => target.kind === 'ConfigMap' && target.name === configMap.metadata!.name)
+      .flatMap(({ patch }) => parse(patch) as { op: string; path: string; value: string }[]);
+    const data = Object.fromEntries(operations.filter((o) => o.op === 'add').map((o) => [o.path.replace(/^\/data\//, ''), o.value]));
+    const endpoint = new URL(data.OTEL_EXPORTER_OTLP_ENDPOINT);
+    expect([endpoint.protocol, endpoint.port, endpoint.pathname]).toEqual(['http:', '4318', '/']);
+    expect(data).toMatchObject({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: expect.stringMatching(/^(0(\.\d+)?|1)$/) });
+    // Every variable it sets is one .env.example documents.
+    const known = new Set(readEnvExample().map((e) => e.name));
+    expect(Object.keys(data).filter((name) => !known.has(name))).toEqual([]);
+    const policy = find('networkpolicy.yaml', 'NetworkPolicy');
+    const egress = policy.spec.egress.flatMap((rule: { to?: unknown; ports: { port: number; protocol: string }[] }) => (rule.to ? [] : rule.ports));
+    expect(egress).toContainEqual({ port: Number(endpoint.port), protocol: 'TCP' });
   });
 
   it('runs migrations in a Job with the built migration CLI the image ships, against the same Secret', () => {
@@ -251,7 +271,7 @@ describe('deploy/kubernetes/monitoring: alerts and dashboard', () => {
   it('has a dashboard whose panels each query, on the data source variable, and fit the grid', () => {
     const { uid, panels, templating } = dashboard();
     expect(uid).toBe(NAME);
-    expect(templating.list.map((v) => v.name)).toEqual(['datasource', 'namespace']);
+    expect(templating.list.map((v) => v.name)).toEqual(['datasource', 'namespace', 'tempo', 'service']);
     expect(new Set(panels.map((p) => p.id)).size).toBe(panels.length);
     for (const panel of panels.filter((p) => p.type !== 'row')) {
       expect(panel.targets?.length).toBeGreaterThan(0);
@@ -259,6 +279,28 @@ describe('deploy/kubernetes/monitoring: alerts and dashboard', () => {
       expect(panel.gridPos.x + panel.gridPos.w).toBeLessThanOrEqual(24);
     }
     expect(dashboardExpressions().length).toBeGreaterThan(20);
+  });
+
+  it('links to traces in Explore on the Tempo data source variable, filtered by the service name tracing exports by default', () => {
+    const { links, panels, templating } = dashboard() as ReturnType<typeof dashboard> & { links: { url: string }[] };
+    expect(templating.list.find((v) => v.name === 'tempo')).toMatchObject({ type: 'datasource', query: 'tempo' });
+    // OTEL_SERVICE_NAME's default (.env.example).
+    const service = readEnvExample().find((e) => e.name === 'OTEL_SERVICE_NAME')!.value;
+    expect(templating.list.find((v) => v.name === 'service')).toMatchObject({ type: 'textbox', query: service });
+    const panelLinks = panels.flatMap((p) => ((p as { fieldConfig?: { defaults: { links?: { url: string }[] } } }).fieldConfig?.defaults.links ?? []).map((link) => ({ panel: p.title, url: link.url })));
+    expect(panelLinks.map((l) => l.panel)).toEqual(expect.arrayContaining(['p99 latency by route', '5xx by route', 'Delivery attempts by outcome', 'Bank webhook events by outcome']));
+    for (const { url } of [...links, ...panelLinks]) {
+      const [path, query] = url.split('?');
+      expect(path).toBe('/explore');
+      const panes = JSON.parse(new URLSearchParams(query).get('panes')!) as Record<string, { datasource: string; queries: { datasource: { type: string; uid: string }; queryType: string; query: string }[] }>;
+      for (const pane of Object.values(panes)) {
+        expect(pane.datasource).toBe('${tempo}');
+        for (const q of pane.queries) {
+          expect([q.datasource, q.queryType]).toEqual([{ type: 'tempo', uid: '${tempo}' }, 'traceql']);
+          expect(q.query).toMatch(/^\{resource\.service\.name="\$\{service\}" && .+\}$/);
+        }
+      }
+    }
   });
 
   it('uses only metrics the gateway exports or docs/operations.md announces, in expressions that parse', () => {
