@@ -3,7 +3,7 @@ import { freePort } from '../../src/database/embedded-postgres';
 import { BANK_WEBHOOK_PATH } from '../../src/webhooks/webhook-signature';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { documentBody, newIdempotencyKey, signedWebhook } from '../support/factories';
-import { Spawned, startGateway, waitFor } from '../support/processes';
+import { Spawned, spawnNode, startGateway, waitFor } from '../support/processes';
 import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
@@ -180,11 +180,22 @@ describe('tracing with OpenTelemetry', () => {
 
     // Nothing secret, and no body, in any exported span: keys, tokens, secrets, signatures, values, ids in paths.
     const exported = collector.messages.map((m) => m.body).join('\n');
-    const never = [key, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, endpointSecret, bankEvent.headers['x-provider-signature'], idempotencyKey, 'DE999888777', 'Secret Taxpayer GmbH', `/api/v1/documents/${id}`];
+    const { externalId } = JSON.parse(body) as { externalId: string };
+    const never = [key, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, endpointSecret, bankEvent.headers['x-provider-signature'], idempotencyKey, 'DE999888777', 'Secret Taxpayer GmbH', externalId, providerReference, `/api/v1/documents/${id}`];
     for (const secret of never) expect(exported).not.toContain(secret);
     expect(exported).not.toMatch(/stacktrace/);
     const resource = JSON.parse(collector.messages[0].body).resourceSpans[0].resource.attributes as OtlpAttribute[];
     expect(valueOf(resource.find((a) => a.key === 'service.name'))).toBe('gateway-under-test');
+  });
+
+  it('loads no OpenTelemetry SDK at all without an endpoint', async () => {
+    const loaded = (env: Record<string, string>) =>
+      new Promise<string>((resolve) => {
+        const probe = spawnNode(['-e', "require('./dist/instrument'); console.log(Object.keys(require.cache).filter((m) => m.includes('@opentelemetry/sdk-node')).length)"], env);
+        void probe.closed.then(() => resolve(probe.stdout().trim()));
+      });
+    expect(await loaded({ OTEL_EXPORTER_OTLP_ENDPOINT: '' })).toBe('0');
+    expect(Number(await loaded({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector.port}` }))).toBeGreaterThan(0);
   });
 
   it('exports OTLP over http/protobuf by default, and refuses an unknown protocol at start', async () => {
