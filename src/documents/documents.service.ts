@@ -7,6 +7,7 @@ import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
 import { isUuid } from '../common/validation';
 import { afterCommit } from '../database/after-commit';
 import { MetricsService } from '../metrics/metrics.service';
+import { requestTraceParent } from '../telemetry/trace-context';
 import { DocumentEntity } from './document.entity';
 import { DocumentsRepository, NewDocument, ReferenceClaimRow, ReferenceHolder } from './documents.repository';
 import { CreateDocumentDto } from './dto/create-document.dto';
@@ -15,7 +16,6 @@ import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
 import { FeedSignal } from './feed-signal';
 import { transition } from './lifecycle';
 import { PaymentsService } from './payments.service';
-import { requestTraceParent } from '../telemetry/trace-context';
 import { bankEventTarget } from './reference-claims';
 
 const DEFAULT_PAGE_SIZE = 20;

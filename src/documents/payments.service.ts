@@ -7,11 +7,11 @@ import { EntityManager } from 'typeorm';
 import { afterCommit } from '../database/after-commit';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch';
 import { MetricsService } from '../metrics/metrics.service';
+import { annotateRequest, ATTR_BANK_EVENT_OUTCOME, linkRequestTo, requestTraceParent } from '../telemetry/trace-context';
 import { BankEventOutcome } from './bank-event.entity';
 import { DocumentEntity } from './document.entity';
 import { DocumentsRepository } from './documents.repository';
 import { FeedSignal } from './feed-signal';
-import { annotateRequest, ATTR_BANK_EVENT_OUTCOME, linkRequestTo, requestTraceParent } from '../telemetry/trace-context';
 import { providerStatusOf, transition } from './lifecycle';
 import { BankEventRow, PaymentsRepository, ReceivedDelivery, WaitingEvent } from './payments.repository';
 
