@@ -6,6 +6,7 @@ import { createServer, Server, Socket, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { databaseFailureDetail } from '../../src/common/database-failure';
 import { freePort } from '../../src/database/embedded-postgres';
 import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
 import { documentBody, newIdempotencyKey } from '../support/factories';
@@ -99,14 +100,18 @@ class PgServer {
 class SwitchingProxy {
   private server!: Server;
   private readonly open = new Set<Socket>();
+  /** Connections relayed, by the server port they reached. */
+  private readonly relayed = new Map<number, number>();
   port = 0;
 
   constructor(private target: number) {}
 
   async start(): Promise<void> {
     this.server = createServer((client) => {
-      const upstream = connect(this.target, '127.0.0.1');
+      const target = this.target;
+      const upstream = connect(target, '127.0.0.1');
       this.open.add(client).add(upstream);
+      upstream.once('connect', () => this.relayed.set(target, this.connectionsTo(target) + 1));
       const close = () => {
         client.destroy();
         upstream.destroy();
@@ -128,10 +133,24 @@ class SwitchingProxy {
     this.open.clear();
   }
 
+  /** How many connections reached the server on `port` through this relay so far. */
+  connectionsTo(port: number): number {
+    return this.relayed.get(port) ?? 0;
+  }
+
   async close(): Promise<void> {
     for (const socket of this.open) socket.destroy();
     await new Promise((resolve) => this.server?.close(resolve));
   }
+}
+
+/** A `/metrics` sample of `base`: the sum of `name`'s series whose `label` is `value`. */
+async function metric(base: string, name: string, label: string, value: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) && line.includes(`${label}="${value}"`))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 }
 
 type Outcome = { kind: 'create' | 'webhook' | 'read'; statuses: number[]; startedAt: number; endedAt: number; id?: string; key?: string; body?: Record<string, unknown>; eventId?: string };
@@ -375,19 +394,30 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     return { key: ((await res.json()) as { key: string }).key, source };
   }
 
-  /** Runs load, kills the primary, promotes the standby and switches the proxy; returns what it measured. */
-  async function failover(
-    name: string,
-    synchronous: boolean,
-    hooks: { beforeKill?: (p: { primary: PgServer; standby: PgServer }) => Promise<void>; beforePromote?: () => void } = {},
-  ) {
+  /** What a failover's hooks are given: the servers, and each instance with the proxy that leads it to the database. */
+  interface Stage {
+    primary: PgServer;
+    standby: PgServer;
+    bases: string[];
+    proxies: SwitchingProxy[];
+    key: string;
+    source: string;
+  }
+
+  /**
+   * Runs load, kills the primary, promotes the standby and switches the proxies; returns what it measured.
+   * Each instance reaches the database through a proxy of its own, so that one can be led elsewhere than
+   * the other; both are switched together.
+   */
+  async function failover(name: string, synchronous: boolean, hooks: { beforeKill?: (stage: Stage) => Promise<void>; beforePromote?: (stage: Stage) => Promise<void> } = {}) {
     const servers = await pair(name, synchronous);
-    const proxy = new SwitchingProxy(servers.primary.port);
-    started.proxies.push(proxy);
-    await proxy.start();
-    const url = `postgres://postgres@127.0.0.1:${proxy.port}/gateway`;
-    const bases = [await gateway(url), await gateway(url)];
+    const proxies = [new SwitchingProxy(servers.primary.port), new SwitchingProxy(servers.primary.port)];
+    started.proxies.push(...proxies);
+    await Promise.all(proxies.map((proxy) => proxy.start()));
+    const url = (proxy: SwitchingProxy) => `postgres://postgres@127.0.0.1:${proxy.port}/gateway`;
+    const bases = [await gateway(url(proxies[0])), await gateway(url(proxies[1]))];
     const { key, source } = await issueKey(bases[0]);
+    const stage: Stage = { ...servers, bases, proxies, key, source };
     // A receiver slow enough that deliveries are under way when the primary dies.
     const receiver = await new WebhookReceiver(() => ({ status: 204, delayMs: 200 })).start();
     started.receivers.push(receiver);
@@ -402,27 +432,69 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     const running = load(bases, key, source, 8);
     started.loops.push(readiness.stop, running.stop, () => feed.stop());
     await waitFor(async () => running.outcomes.filter((o) => o.kind === 'create' && o.id).length >= 20, 'creates before the failover', 60_000);
-    await hooks.beforeKill?.(servers);
+    await hooks.beforeKill?.(stage);
     const killedAt = performance.now();
     servers.primary.kill();
     await waitFor(async () => servers.primary.postmasterPid() === null, 'the primary gone');
     // Promotion follows the detection of the failure, as an operator or Patroni does: by then each
     // instance's readiness says 503.
     await waitFor(async () => bases.every((base) => readiness.seen.some((r) => r.base === base && r.status === 503 && r.at >= killedAt)), 'readiness 503 on both instances', 30_000);
-    hooks.beforePromote?.();
+    await hooks.beforePromote?.(stage);
     await run('pg_ctl', ['-D', servers.standby.dir, '-w', '-t', '60', 'promote']);
-    proxy.switchTo(servers.standby.port);
+    for (const proxy of proxies) proxy.switchTo(servers.standby.port);
     const switchedAt = performance.now();
     // Load goes on until both gateways have answered creates again for a while.
     await waitFor(async () => answersAfter(running.outcomes, switchedAt).filter((o) => o.kind === 'create' && o.id).length >= 20, 'creates after the switch', 90_000);
     const outcomes = await running.stop();
     await waitFor(async () => bases.every((base) => readiness.seen.some((r) => r.base === base && r.status === 200 && r.at > switchedAt)), 'readiness 200 on both instances after the switch');
     await readiness.stop();
-    return { ...servers, bases, key, source, outcomes, readiness: readiness.seen, feed, receiver, killedAt, switchedAt };
+    return { ...stage, outcomes, readiness: readiness.seen, feed, receiver, killedAt, switchedAt };
   }
 
   it('with synchronous replication: nothing acknowledged lost or doubled, no 500, back within seconds, and a feed follower sees every event once, in order', async () => {
-    const run_ = await failover('sync', true);
+    const READ_ONLY = databaseFailureDetail('read_only', 'api_write');
+    /** Enough refusals to outnumber the connections an instance opens in that time when it keeps its connections. */
+    const REFUSALS = 20;
+    const readOnly = {
+      create: { key: '', body: {} as Record<string, unknown> },
+      attempts: [] as Array<{ status: number; code?: string; detail?: string; retryAfter: string | null }>,
+      refusals: 0,
+      connections: 0,
+    };
+    const run_ = await failover('sync', true, {
+      // The second instance's address leads to the standby before its promotion, as an address moved early
+      // or a Service that picked a replica would: a hot standby refuses every write (SQLSTATE 25006).
+      beforePromote: async ({ standby, bases, proxies, key, source }) => {
+        proxies[1].switchTo(standby.port);
+        readOnly.create = { key: newIdempotencyKey(), body: documentBody(source) };
+        const attempt = async () => {
+          const res = await fetch(`${bases[1]}/api/v1/documents`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-idempotency-key': readOnly.create.key },
+            body: JSON.stringify(readOnly.create.body),
+          });
+          const problem = (await res.json().catch(() => ({}))) as { code?: string; detail?: string };
+          readOnly.attempts.push({ status: res.status, code: problem.code, detail: problem.detail, retryAfter: res.headers.get('retry-after') });
+          return { status: res.status, refused: problem.detail === READ_ONLY };
+        };
+        // Until the instance reaches the standby its gate answers "unreachable"; then each create is refused.
+        // Any answer but a 503 ends the wait: the assertions below say what it was.
+        await waitFor(
+          async () => {
+            for (;;) {
+              const { status, refused } = await attempt();
+              if (status !== 503 || readOnly.attempts.filter((a) => a.detail === READ_ONLY).length >= REFUSALS) return true;
+              if (!refused) return false;
+            }
+          },
+          'creates refused by the standby',
+          60_000,
+        );
+        // The refusals first, then the connections: each refusal counted had its connection opened before.
+        readOnly.refusals = await metric(bases[1], 'database_unavailable_total', 'cause', 'read_only');
+        readOnly.connections = proxies[1].connectionsTo(standby.port);
+      },
+    });
     const { outcomes, standby, switchedAt, killedAt } = run_;
     const statuses = outcomes.flatMap((o) => o.statuses);
     // Every request answered (0: none came), and no 500.
@@ -462,9 +534,29 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     expect(pushed.length).toBe(created.length);
     await waitFor(async () => pushed.every((e) => run_.receiver.attemptsOf(e.id).length > 0), 'every push delivery', 90_000);
 
+    // The instance led to the standby answered 503, never 500, and the standby's refusal said nothing was saved.
+    expect(readOnly.attempts.filter((a) => a.status !== 503)).toEqual([]);
+    const refused = readOnly.attempts.filter((a) => a.detail === READ_ONLY);
+    expect(refused).toHaveLength(REFUSALS);
+    expect(refused.filter((a) => a.code !== 'SERVICE_UNAVAILABLE' || a.retryAfter !== '1')).toEqual([]);
+    // Each refused connection was closed rather than handed out again: every refusal (the load's too) came
+    // on a connection the proxy relayed to the standby anew.
+    expect(readOnly.refusals).toBeGreaterThanOrEqual(REFUSALS);
+    expect(readOnly.connections).toBeGreaterThanOrEqual(readOnly.refusals);
+    // After the switch, the same create under the same key is saved, once.
+    const again = await fetch(`${run_.bases[1]}/api/v1/documents`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': run_.key, 'x-idempotency-key': readOnly.create.key },
+      body: JSON.stringify(readOnly.create.body),
+    });
+    expect(again.status).toBe(201);
+    expect(await standby.query('SELECT id FROM documents WHERE external_id = $1', [readOnly.create.body.externalId])).toHaveLength(1);
+
     process.stdout.write(
       `failover (synchronous): ${created.length} creates and ${received.length} bank events acknowledged, 0 lost; first success ${Math.round(firstSuccessMs)} ms after the switch ` +
-        `(${Math.round(switchedAt - killedAt)} ms from the kill to the switch); ${unavailable} answers 503; the feed follower read ${run_.feed.events.length} events; ${pushed.length} push deliveries, ${pushed.filter((e) => run_.receiver.attemptsOf(e.id).length > 1).length} of them more than once\n`,
+        `(${Math.round(switchedAt - killedAt)} ms from the kill to the switch); ${unavailable} answers 503; the feed follower read ${run_.feed.events.length} events; ${pushed.length} push deliveries, ${pushed.filter((e) => run_.receiver.attemptsOf(e.id).length > 1).length} of them more than once\n` +
+        `  an instance led to the standby before its promotion: ${readOnly.attempts.length - refused.length} answers 503 before it reached the standby, then ${refused.length} creates 503 read_only, ` +
+        `${readOnly.refusals} read_only 503s in all on ${readOnly.connections} connections relayed to the standby; the same create 201 after the switch\n`,
     );
   });
 
