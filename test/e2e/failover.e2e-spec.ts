@@ -234,7 +234,7 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     return { primary, standby };
   }
 
-  async function gateway(databaseUrl: string): Promise<string> {
+  async function gateway(databaseUrl: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
     const port = await freePort();
     const spawned = startGateway({
       DATABASE_URL: databaseUrl,
@@ -253,6 +253,7 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
       OUTBOUND_WEBHOOKS_POLL_SECONDS: '1',
       OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '2',
       OUTBOUND_WEBHOOKS_LEASE_SECONDS: '4',
+      ...env,
     });
     started.gateways.push(spawned);
     const base = `http://127.0.0.1:${port}`;
@@ -394,6 +395,18 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     return { key: ((await res.json()) as { key: string }).key, source };
   }
 
+  /** An admin audit entry written two years ago, straight into `server`: past RETENTION_AUDIT, for the retention job. */
+  async function expiredAuditEntry(server: PgServer): Promise<string> {
+    const [{ id }] = await server.query<{ id: string }>(
+      `INSERT INTO admin_audit_log (action, remote_address, created_at) VALUES ('api_key.created', '127.0.0.1', now() - interval '2 years') RETURNING id::text`,
+    );
+    return id;
+  }
+
+  async function auditEntryGone(server: PgServer, id: string): Promise<boolean> {
+    return (await server.query<{ n: number }>('SELECT count(*)::int AS n FROM admin_audit_log WHERE id = $1', [id]))[0].n === 0;
+  }
+
   /** What a failover's hooks are given: the servers, and each instance with the proxy that leads it to the database. */
   interface Stage {
     primary: PgServer;
@@ -407,7 +420,8 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
   /**
    * Runs load, kills the primary, promotes the standby and switches the proxies; returns what it measured.
    * Each instance reaches the database through a proxy of its own, so that one can be led elsewhere than
-   * the other; both are switched together.
+   * the other; both are switched together. Only the first instance runs the retention job during the
+   * test (every second); the second's first run would come after an hour.
    */
   async function failover(name: string, synchronous: boolean, hooks: { beforeKill?: (stage: Stage) => Promise<void>; beforePromote?: (stage: Stage) => Promise<void> } = {}) {
     const servers = await pair(name, synchronous);
@@ -415,7 +429,7 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     started.proxies.push(...proxies);
     await Promise.all(proxies.map((proxy) => proxy.start()));
     const url = (proxy: SwitchingProxy) => `postgres://postgres@127.0.0.1:${proxy.port}/gateway`;
-    const bases = [await gateway(url(proxies[0])), await gateway(url(proxies[1]))];
+    const bases = [await gateway(url(proxies[0]), { RETENTION_INTERVAL_SECONDS: '1' }), await gateway(url(proxies[1]), { RETENTION_INTERVAL_SECONDS: '3600' })];
     const { key, source } = await issueKey(bases[0]);
     const stage: Stage = { ...servers, bases, proxies, key, source };
     // A receiver slow enough that deliveries are under way when the primary dies.
@@ -461,7 +475,15 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
       refusals: 0,
       connections: 0,
     };
+    let retentionBeforeMs = 0;
     const run_ = await failover('sync', true, {
+      // The first instance's retention job purges on the primary before the failover.
+      beforeKill: async ({ primary }) => {
+        const startedAt = performance.now();
+        const id = await expiredAuditEntry(primary);
+        await waitFor(() => auditEntryGone(primary, id), 'the retention job purging on the old primary', 60_000);
+        retentionBeforeMs = performance.now() - startedAt;
+      },
       // The second instance's address leads to the standby before its promotion, as an address moved early
       // or a Service that picked a replica would: a hot standby refuses every write (SQLSTATE 25006).
       beforePromote: async ({ standby, bases, proxies, key, source }) => {
@@ -552,11 +574,23 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     expect(again.status).toBe(201);
     expect(await standby.query('SELECT id FROM documents WHERE external_id = $1', [readOnly.create.body.externalId])).toHaveLength(1);
 
+    // The first instance's retention job, whose connections led to the old primary, purges on the new one.
+    const purgedBefore = await metric(run_.bases[0], 'retention_purged_rows_total', 'table', 'admin_audit_log');
+    const retentionStartedAt = performance.now();
+    const entry = await expiredAuditEntry(standby);
+    await waitFor(
+      async () => (await auditEntryGone(standby, entry)) && (await metric(run_.bases[0], 'retention_purged_rows_total', 'table', 'admin_audit_log')) > purgedBefore,
+      'the retention job purging on the new primary',
+      60_000,
+    );
+    const retentionAfterMs = performance.now() - retentionStartedAt;
+
     process.stdout.write(
       `failover (synchronous): ${created.length} creates and ${received.length} bank events acknowledged, 0 lost; first success ${Math.round(firstSuccessMs)} ms after the switch ` +
         `(${Math.round(switchedAt - killedAt)} ms from the kill to the switch); ${unavailable} answers 503; the feed follower read ${run_.feed.events.length} events; ${pushed.length} push deliveries, ${pushed.filter((e) => run_.receiver.attemptsOf(e.id).length > 1).length} of them more than once\n` +
         `  an instance led to the standby before its promotion: ${readOnly.attempts.length - refused.length} answers 503 before it reached the standby, then ${refused.length} creates 503 read_only, ` +
-        `${readOnly.refusals} read_only 503s in all on ${readOnly.connections} connections relayed to the standby; the same create 201 after the switch\n`,
+        `${readOnly.refusals} read_only 503s in all on ${readOnly.connections} connections relayed to the standby; the same create 201 after the switch\n` +
+        `  retention: an expired audit entry purged ${Math.round(retentionBeforeMs)} ms after its insert on the old primary, ${Math.round(retentionAfterMs)} ms after its insert on the new one\n`,
     );
   });
 
