@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { databaseFailureDetail } from '../../src/common/database-failure';
+import { KEEPALIVE_INITIAL_DELAY_MS } from '../../src/database/connection-options';
 import { freePort } from '../../src/database/embedded-postgres';
 import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
 import { documentBody, newIdempotencyKey } from '../support/factories';
@@ -102,6 +103,11 @@ class SwitchingProxy {
   private readonly open = new Set<Socket>();
   /** Connections relayed, by the server port they reached. */
   private readonly relayed = new Map<number, number>();
+  /**
+   * The gateway's end of each relayed connection (its local port), by the relay's end towards the server
+   * (the `client_port` PostgreSQL sees): which of the gateway's sockets carries which session.
+   */
+  readonly gatewayPortOf = new Map<number, number>();
   port = 0;
 
   constructor(private target: number) {}
@@ -109,10 +115,17 @@ class SwitchingProxy {
   async start(): Promise<void> {
     this.server = createServer((client) => {
       const target = this.target;
+      const gatewayPort = client.remotePort!;
       const upstream = connect(target, '127.0.0.1');
       this.open.add(client).add(upstream);
-      upstream.once('connect', () => this.relayed.set(target, this.connectionsTo(target) + 1));
+      let upstreamPort: number | undefined;
+      upstream.once('connect', () => {
+        upstreamPort = upstream.localPort!;
+        this.relayed.set(target, this.connectionsTo(target) + 1);
+        this.gatewayPortOf.set(upstreamPort, gatewayPort);
+      });
       const close = () => {
+        if (upstreamPort !== undefined) this.gatewayPortOf.delete(upstreamPort);
         client.destroy();
         upstream.destroy();
         this.open.delete(client);
@@ -142,6 +155,25 @@ class SwitchingProxy {
     for (const socket of this.open) socket.destroy();
     await new Promise((resolve) => this.server?.close(resolve));
   }
+}
+
+/** The kernel's TCP timer kinds in /proc/net/tcp (`tr`): 2 is keepalive, armed on an idle socket with SO_KEEPALIVE. */
+const TCP_TIMERS: Record<number, string> = { 0: 'none', 1: 'retransmit', 2: 'keepalive', 3: 'time-wait', 4: 'zero-window probe' };
+
+/**
+ * This machine's IPv4 TCP sockets as the kernel lists them: ports, and the timer running on each with
+ * what is left of it (`tm->when`, in clock ticks of 1/100 s, USER_HZ).
+ */
+function tcpSockets(): Array<{ localPort: number; remotePort: number; timer: string; leftMs: number }> {
+  return readFileSync('/proc/net/tcp', 'utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((line) => {
+      const [, local, remote, , , timer] = line.trim().split(/\s+/);
+      const [kind, when] = timer.split(':');
+      return { localPort: parseInt(local.split(':')[1], 16), remotePort: parseInt(remote.split(':')[1], 16), timer: TCP_TIMERS[parseInt(kind, 16)] ?? kind, leftMs: parseInt(when, 16) * 10 };
+    });
 }
 
 /** A `/metrics` sample of `base`: the sum of `name`'s series whose `label` is `value`. */
@@ -407,6 +439,21 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     return (await server.query<{ n: number }>('SELECT count(*)::int AS n FROM admin_audit_log WHERE id = $1', [id]))[0].n === 0;
   }
 
+  /**
+   * The connections an instance holds to `server` through `proxy`, by the name each gives PostgreSQL, with
+   * the timer the kernel runs on the instance's end of each.
+   */
+  async function gatewaySockets(server: PgServer, proxy: SwitchingProxy) {
+    const sessions = await server.query<{ port: number; name: string }>(
+      `SELECT client_port AS port, application_name AS name FROM pg_stat_activity WHERE datname = 'gateway' AND application_name LIKE 'tax-document-gateway%'`,
+    );
+    const sockets = tcpSockets();
+    return sessions.flatMap(({ port, name }) => {
+      const socket = sockets.find((s) => s.localPort === proxy.gatewayPortOf.get(port) && s.remotePort === proxy.port);
+      return socket ? [{ name, ...socket }] : [];
+    });
+  }
+
   /** What a failover's hooks are given: the servers, and each instance with the proxy that leads it to the database. */
   interface Stage {
     primary: PgServer;
@@ -585,12 +632,32 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     );
     const retentionAfterMs = performance.now() - retentionStartedAt;
 
+    // TCP keepalive, as the kernel runs it, on the instances' connections to the new primary: the pool's and
+    // the LISTEN one. The wait is for a moment with nothing in flight on any of them (a socket then runs its
+    // retransmission timer instead).
+    const sockets = await waitFor(
+      async () => {
+        const seen = (await Promise.all(run_.proxies.map(async (proxy, instance) => (await gatewaySockets(standby, proxy)).map((s) => ({ instance, ...s }))))).flat();
+        const holds = (instance: number, name: string) => seen.some((s) => s.instance === instance && s.name === name);
+        const complete = [0, 1].every((instance) => holds(instance, 'tax-document-gateway') && holds(instance, 'tax-document-gateway-listener'));
+        return complete && seen.every((s) => s.timer !== 'retransmit' && s.timer !== 'zero-window probe') && seen;
+      },
+      "the instances' connections to the new primary, with nothing in flight",
+      60_000,
+    );
+    const held = sockets.filter((s) => s.name !== 'tax-document-gateway-health');
+    expect(held.map((s) => `${s.instance} ${s.name} ${s.timer}`)).toEqual(held.map((s) => `${s.instance} ${s.name} keepalive`));
+    // The gateway's idle time, not the kernel's default (two hours): a probe's timer runs the probe interval.
+    const probeIntervalMs = Number(readFileSync('/proc/sys/net/ipv4/tcp_keepalive_intvl', 'utf8')) * 1000;
+    expect(Math.max(...held.map((s) => s.leftMs))).toBeLessThanOrEqual(Math.max(KEEPALIVE_INITIAL_DELAY_MS, probeIntervalMs));
+
     process.stdout.write(
       `failover (synchronous): ${created.length} creates and ${received.length} bank events acknowledged, 0 lost; first success ${Math.round(firstSuccessMs)} ms after the switch ` +
         `(${Math.round(switchedAt - killedAt)} ms from the kill to the switch); ${unavailable} answers 503; the feed follower read ${run_.feed.events.length} events; ${pushed.length} push deliveries, ${pushed.filter((e) => run_.receiver.attemptsOf(e.id).length > 1).length} of them more than once\n` +
         `  an instance led to the standby before its promotion: ${readOnly.attempts.length - refused.length} answers 503 before it reached the standby, then ${refused.length} creates 503 read_only, ` +
         `${readOnly.refusals} read_only 503s in all on ${readOnly.connections} connections relayed to the standby; the same create 201 after the switch\n` +
-        `  retention: an expired audit entry purged ${Math.round(retentionBeforeMs)} ms after its insert on the old primary, ${Math.round(retentionAfterMs)} ms after its insert on the new one\n`,
+        `  retention: an expired audit entry purged ${Math.round(retentionBeforeMs)} ms after its insert on the old primary, ${Math.round(retentionAfterMs)} ms after its insert on the new one\n` +
+        `  keepalive: ${sockets.map((s) => `${s.instance}:${s.name.replace('tax-document-gateway', 'pool')} ${s.timer}${s.timer === 'keepalive' ? ` ${s.leftMs} ms` : ''}`).join(', ')}\n`,
     );
   });
 
