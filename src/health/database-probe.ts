@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Client } from 'pg';
 import { ConnectionGate } from '../database/connection-gate';
+import { clientConfig } from '../database/connection-options';
 import { DATABASE_URL } from '../database/database.module';
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -47,11 +48,11 @@ export class DatabaseProbe implements OnModuleDestroy {
   }
 
   private async connect(): Promise<Client> {
+    // The settings every connection of the gateway has (TCP keepalive among them), with the probe's own limits.
     const client = new Client({
-      connectionString: this.url,
+      ...clientConfig({ url: this.url, poolSize: 1, lifetimeSeconds: 0, applicationName: 'tax-document-gateway-health' }),
       connectionTimeoutMillis: PROBE_TIMEOUT_MS,
       query_timeout: PROBE_TIMEOUT_MS,
-      application_name: 'tax-document-gateway-health',
     });
     // A lost connection surfaces here between checks; the next check opens a new one.
     client.on('error', () => void this.discard());
