@@ -4,7 +4,7 @@ import { getRPCMetadata, parseTraceParent, W3CTraceContextPropagator } from '@op
 /**
  * What the gateway's own code says to a trace: attributes on the request's server span, the W3C
  * `traceparent` of that span (stored with a document and its events, so later work can link to it), and
- * the push delivery's span. With tracing off there is no span: each function returns at once.
+ * the push delivery's span. With tracing off there is no request span, and the API records nothing.
  */
 
 export const SERVICE_NAME = 'tax-document-gateway';
