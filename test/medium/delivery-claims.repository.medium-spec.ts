@@ -46,7 +46,7 @@ describe('DeliveryClaimsRepository', () => {
     const ids = [...first.claimed, ...second.claimed].map((row) => row.id);
     // Each with what its message needs: the endpoint's address and secret, and the event as the feed has it.
     expect(first.claimed[0]).toMatchObject({ url: expect.stringMatching(/^https:\/\/example.com\//), secret: 'whsec_x', previousSecret: null, retryStep: 0 });
-    expect(first.claimed[0].event).toEqual({ id: expect.any(String), source: 'acme-erp', documentId: expect.any(String), type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null, createdAt: expect.any(Date) });
+    expect(first.claimed[0].event).toEqual({ id: expect.any(String), source: 'acme-erp', documentId: expect.any(String), type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null, createdAt: expect.any(Date), traceParent: null });
     expect(new Set(ids).size).toBe(ids.length);
 
     // Released leases are due again at once; another instance's are not touched.
