@@ -11,8 +11,8 @@ import { KEEPALIVE_INITIAL_DELAY_MS } from '../../src/database/connection-option
 import { freePort } from '../../src/database/embedded-postgres';
 import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
 import { documentBody, newIdempotencyKey } from '../support/factories';
-import { Spawned, startGateway, waitFor } from '../support/processes';
-import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { Spawned, waitFor } from '../support/processes';
+import { startReadyGateway, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 /** The PostgreSQL server binaries a second cluster needs (initdb, pg_ctl, pg_basebackup), newest first. */
@@ -267,13 +267,7 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
   }
 
   async function gateway(databaseUrl: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
-    const port = await freePort();
-    const spawned = startGateway({
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-      BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+    const { spawned, url } = await startReadyGateway(databaseUrl, {
       LOG_LEVEL: 'warn',
       DB_POOL_SIZE: '6',
       DB_STATEMENT_TIMEOUT_MS: '2000',
@@ -288,9 +282,7 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
       ...env,
     });
     started.gateways.push(spawned);
-    const base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${base}/health/ready`)).ok || (spawned.child.exitCode !== null && Promise.reject(new Error(spawned.output()))), 'a gateway', 90_000);
-    return base;
+    return url;
   }
 
   /**

@@ -4,7 +4,7 @@ import { BANK_WEBHOOK_PATH } from '../../src/webhooks/webhook-signature';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { documentBody, newIdempotencyKey, signedWebhook } from '../support/factories';
 import { Spawned, spawnNode, startGateway, waitFor } from '../support/processes';
-import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { startReadyGateway, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 /** An attribute as OTLP/JSON carries it. */
@@ -44,14 +44,8 @@ describe('tracing with OpenTelemetry', () => {
   let gateway: Spawned;
   let base: string;
 
-  const start = async (env: Record<string, string>) => {
-    const port = await freePort();
-    const spawned = startGateway({
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-      BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+  const start = (env: Record<string, string>) =>
+    startReadyGateway(databaseUrl, {
       OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',
       OUTBOUND_WEBHOOKS_POLL_SECONDS: '1',
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector.port}`,
@@ -59,10 +53,6 @@ describe('tracing with OpenTelemetry', () => {
       OTEL_BSP_SCHEDULE_DELAY: '100',
       ...env,
     });
-    const url = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${url}/health/ready`)).ok || (spawned.child.exitCode !== null && Promise.reject(new Error(spawned.output()))), 'gateway');
-    return { spawned, url };
-  };
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();

@@ -5,7 +5,9 @@ import { Writable } from 'node:stream';
 import { Client } from 'pg';
 import { createApp } from '../../src/app.factory';
 import { loadConfig } from '../../src/config/app-config';
+import { freePort } from '../../src/database/embedded-postgres';
 import { createTestDatabase, dropTestDatabase } from './database';
+import { Spawned, startGateway, waitFor } from './processes';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 export const TEST_WEBHOOK_SECRET = 'test-webhook-secret-0123456789abcdef';
@@ -65,4 +67,16 @@ export async function startTestApp({ env = {}, databaseUrl, extraModules }: Test
       if (ownsDatabase) await dropTestDatabase(url);
     },
   };
+}
+
+/**
+ * The built gateway in a process of its own on `databaseUrl`, with the test's admin token and bank secret
+ * and a free port on loopback, once it says it is ready (an early exit fails with what it wrote).
+ */
+export async function startReadyGateway(databaseUrl: string, env: NodeJS.ProcessEnv = {}): Promise<{ spawned: Spawned; url: string }> {
+  const port = await freePort();
+  const spawned = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, ...env });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/health/ready`)).ok || (spawned.child.exitCode !== null && Promise.reject(new Error(spawned.output()))), 'a gateway', 90_000);
+  return { spawned, url };
 }
