@@ -114,9 +114,16 @@ describe('tracing with OpenTelemetry', () => {
     expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
 
     const servers = (spans: ExportedSpan[]) => spans.filter((s) => s.kind === 2 && s.scope === '@opentelemetry/instrumentation-http');
+    // Spans are exported in batches, in whatever order they end: wait for each one the test reads.
     const spans = await waitFor(async () => {
       const all = spansOf(collector);
-      const done = servers(all).length >= 4 && all.some((s) => s.name === 'push delivery');
+      const routes = servers(all).map((s) => attr(s, 'http.route'));
+      const done =
+        servers(all).filter((s) => s.traceId === clientTraceId).length === 2 &&
+        routes.includes(BANK_WEBHOOK_PATH) &&
+        routes.includes('/api/v1/documents/:id') &&
+        all.some((s) => s.name === 'push delivery') &&
+        all.some((s) => s.scope === '@opentelemetry/instrumentation-undici');
       return done && all;
     }, 'the spans of the create, its replay, the bank event, the read and the push delivery');
 
