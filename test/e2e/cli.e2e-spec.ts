@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Notification } from 'pg';
 import { hashApiKey } from '../../src/auth/api-key-format';
+import { KeyUsageRecorder } from '../../src/auth/key-usage.recorder';
 import { freePort } from '../../src/database/embedded-postgres';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout';
 import { createTestDatabase, dropTestDatabase } from '../support/database';
@@ -198,6 +199,8 @@ describe('operator CLI (node dist/cli.js)', () => {
 
       it('revokes a key: the very next request with it gets 401; a second revoke says it was revoked before', async () => {
         expect((await me(issued.key)).statusCode).toBe(200);
+        // lastUsedAt is written in batches; written now, the CLI and the REST API below read the same row.
+        await t.app.get(KeyUsageRecorder).flush();
         const run = await cli(['keys', 'revoke', issued.id], env());
         expect(run.code).toBe(0);
         expect(run.stdout).toContain(`Revoked API key ${issued.id} (cli-e2e`);
