@@ -10,6 +10,8 @@ import { AppConfig } from '../config/app-config';
 import { urlRedactorFor } from '../logging/redact-url';
 import { ClaimFinding, IdempotencyRepository } from './idempotency.repository';
 
+export const IDEMPOTENCY_PURGE_JOB = 'idempotency-purge';
+
 export const IDEMPOTENCY_KEY_LENGTH = { min: 8, max: 128 } as const;
 export const IDEMPOTENCY_KEY_PATTERN = new RegExp(`^[a-zA-Z0-9._:-]{${IDEMPOTENCY_KEY_LENGTH.min},${IDEMPOTENCY_KEY_LENGTH.max}}$`);
 
@@ -140,7 +142,7 @@ export class IdempotencyService {
   }
 
   /** Expired records, in batches. */
-  @Interval('idempotency-purge', 60_000)
+  @Interval(IDEMPOTENCY_PURGE_JOB, 60_000)
   async purgeExpired(batchSize = PURGE_BATCH): Promise<number> {
     let total = 0;
     try {

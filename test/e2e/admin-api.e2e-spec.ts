@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { adminHeaders, newSourceWithKey, uniqueSource } from '../support/factories';
-import { waitFor } from '../support/processes';
+import { earlyInAMinute, waitFor } from '../support/processes';
 import { startTestApp, TestApp, TEST_ADMIN_TOKEN } from '../support/test-app';
 
 const KEY_OBJECT_FIELDS = ['createdAt', 'expiresAt', 'id', 'last4', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'source', 'status'];
@@ -50,6 +50,7 @@ describe('admin REST endpoints', () => {
 
     it('answers further failures from an address with 429 after 10 in a minute, and still lets a good credential from it in', async () => {
       const attacker = '10.9.9.9';
+      await earlyInAMinute();
       for (let i = 0; i < 10; i++) {
         const res = await t.app.inject({ method: 'GET', url: '/admin/api-keys', headers: { authorization: 'Bearer nope' }, remoteAddress: attacker });
         expect(res.statusCode).toBe(401);
@@ -90,6 +91,7 @@ describe('admin REST endpoints', () => {
 
     it('holds the limit against parallel guesses, and a right token does not count as a failure', async () => {
       const attacker = '10.9.8.7';
+      await earlyInAMinute();
       const guesses = await Promise.all(
         Array.from({ length: 30 }, (_, i) =>
           t.app.inject({ method: 'GET', url: '/admin/api-keys', headers: { authorization: `Bearer guess-${i}` }, remoteAddress: attacker }),

@@ -901,7 +901,8 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
   // Last: the lockout answers this address's further wrong tokens with 429 for the rest of the minute.
   it('shows Retry-After when too many wrong tokens lock the address out (429)', async () => {
     const message = page.getByTestId('sign-in-message');
-    for (let attempt = 0; attempt < 15; attempt++) {
+    // Up to 25 tries: the lockout counts per calendar minute, and a minute may end during the loop.
+    for (let attempt = 0; attempt < 25; attempt++) {
       await signIn(page, `wrong-token-${attempt}`);
       await page.getByRole('button', { name: 'Sign in' }).and(page.locator(':not([disabled])')).waitFor();
       if ((await message.textContent())?.includes('Too many failed')) break;

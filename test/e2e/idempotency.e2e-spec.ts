@@ -1,5 +1,6 @@
 import { Client } from 'pg';
-import { IdempotencyService } from '../../src/idempotency/idempotency.service';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { IDEMPOTENCY_PURGE_JOB, IdempotencyService } from '../../src/idempotency/idempotency.service';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
 import { holdDocumentInsert } from '../support/database';
 import { waitFor } from '../support/processes';
@@ -202,6 +203,8 @@ describe('idempotency', () => {
     });
 
     it('counts an expired key as new, and the purge job removes expired records only', async () => {
+      // The purge runs when this test says so, not also on its own schedule in between.
+      t.app.get(SchedulerRegistry).deleteInterval(IDEMPOTENCY_PURGE_JOB);
       const key = newIdempotencyKey();
       const first = await postDocument(t.app, acme.key, documentBody(acme.source), key);
       await db.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [key]);

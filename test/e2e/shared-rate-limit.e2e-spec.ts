@@ -54,6 +54,13 @@ describe('the per-key rate limit shared through Redis', () => {
     const one = await startTestApp({ env });
     const two = await startTestApp({ env, databaseUrl: one.databaseUrl });
     try {
+      // A check sent before an instance's Redis connection is up counts locally until its probe finds Redis;
+      // the counted burst starts once both instances have reached Redis.
+      const warmUp = await newSourceWithKey(one.app);
+      for (const instance of [one, two]) {
+        await me(instance, warmUp.key);
+        await waitFor(async () => (await storeUp(instance)) === '1', 'the instance to reach Redis');
+      }
       const { key } = await newSourceWithKey(one.app);
       const answers = [];
       for (let i = 0; i < 16; i += 1) answers.push(await me(i % 2 ? two : one, key));

@@ -45,6 +45,14 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | false>, wh
   }
 }
 
+/**
+ * The admin lockout counts failures per calendar minute (the database's clock, this machine's): a burst of
+ * guesses started in a minute's first 40 seconds ends in that minute, however slowly the machine runs.
+ */
+export function earlyInAMinute(): Promise<true> {
+  return waitFor(async () => new Date().getSeconds() < 40, 'the first 40 seconds of a minute');
+}
+
 /** A cluster in a child process (see embedded-cluster.ts); `stop` ends it cleanly, `url` reaches it. */
 export async function startClusterProcess(dataDir: string, port?: number): Promise<{ url: string; process: Spawned; stop: () => Promise<void> }> {
   const args = ['-r', 'ts-node/register/transpile-only', 'test/support/embedded-cluster.ts', dataDir];
