@@ -70,6 +70,7 @@ describe('the per-key rate limit shared through Redis', () => {
       expect(answers[9].headers.ratelimit).toBe('"per-key";r=0;t=60');
       expect(answers[10].headers).toMatchObject({ 'retry-after': '6', ratelimit: '"per-key";r=0;t=60', 'ratelimit-policy': '"per-key";q=10;w=60' });
       expect(await storeUp(one)).toBe('1');
+      expect(await storeUp(two)).toBe('1');
     } finally {
       await two.close();
       await one.close();

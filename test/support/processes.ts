@@ -46,8 +46,8 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | false>, wh
 }
 
 /**
- * The admin lockout counts failures per calendar minute (the database's clock, this machine's): a burst of
- * guesses started in a minute's first 40 seconds ends in that minute, however slowly the machine runs.
+ * The admin lockout counts failures per calendar minute of the database's clock (the tests' PostgreSQL runs
+ * on this machine): a burst of guesses started in a minute's first 40 seconds has 20 s to end in it.
  */
 export function earlyInAMinute(): Promise<true> {
   return waitFor(async () => new Date().getSeconds() < 40, 'the first 40 seconds of a minute');
