@@ -4,7 +4,7 @@
  *
  *   TAX_GATEWAY_URL=http://localhost:3000 TAX_GATEWAY_API_KEY=sk_tax_… npm run example
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GatewayClient, GatewayProblemError, verifyWebhook } from '@tax-document-gateway/client';
@@ -36,7 +36,12 @@ const { signal } = stop;
 
 async function main(): Promise<void> {
   const state: State = await readFile(stateFile, 'utf8').then(JSON.parse, () => ({}));
-  const save = () => writeFile(stateFile, JSON.stringify(state, null, 2));
+  // Written whole, then renamed over the old state: a run killed mid-save leaves the previous state,
+  // never a truncated file that would lose the endpoint it names.
+  const save = async () => {
+    await writeFile(`${stateFile}.tmp`, JSON.stringify(state, null, 2));
+    await rename(`${stateFile}.tmp`, stateFile);
+  };
   const me = await gateway.me({ signal });
   console.log(`connected as ${me.source}`);
 
