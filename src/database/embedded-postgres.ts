@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chown, mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,10 +36,17 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The cluster's password, made on first use and written whole before it is renamed into place, so a start
+ * killed meanwhile leaves none. An empty file (an earlier start killed mid-write) is made anew: initdb
+ * refuses an empty password, so no cluster can have been made with it.
+ */
 async function readOrCreatePassword(file: string): Promise<string> {
-  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  const existing = existsSync(file) ? (await readFile(file, 'utf8')).trim() : '';
+  if (existing) return existing;
   const password = randomBytes(24).toString('hex');
-  await writeFile(file, password, { mode: 0o600 });
+  await writeFile(`${file}.new`, password, { mode: 0o600 });
+  await rename(`${file}.new`, file);
   return password;
 }
 

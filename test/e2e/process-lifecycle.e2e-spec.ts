@@ -1,5 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -166,6 +166,8 @@ describe('the gateway process', () => {
     it('starts a real cluster, keeps data across a restart and a SIGKILL, and stops the cluster on SIGTERM', async () => {
       const env = { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: dataDir, HOST: '127.0.0.1' };
       const port = await freePort();
+      // What a first start killed while writing the cluster's password left: the next start makes one anew.
+      await writeFile(join(dataDir, 'pg-password'), '');
       const first = launch({ ...env, PORT: String(port) });
       await waitFor(() => ready(port), 'first start');
       const cluster = postmaster(dataDir);
