@@ -53,12 +53,21 @@ describe('EventLoopLoad', () => {
   });
 
   it('is not busy when the loop does a little work at a time', async () => {
-    let seenBusy = false;
-    for (let i = 0; i < 30; i += 1) {
-      spin(2);
-      await sleep(10);
-      seenBusy ||= load.busy();
-    }
-    expect(seenBusy).toBe(false);
+    const seenBusyDuringLightWork = async () => {
+      let seenBusy = false;
+      for (let i = 0; i < 30; i += 1) {
+        spin(2);
+        await sleep(10);
+        seenBusy ||= load.busy();
+      }
+      return seenBusy;
+    };
+    expect(await quietWithin(load, 2_000)).toBe(true);
+    // Up to five tries: on a loaded machine the process can be descheduled mid-spin, and that window then
+    // really was full. Light work read as load (a threshold too low, a window too short) fails every try.
+    const tries: boolean[] = [];
+    do tries.push(await seenBusyDuringLightWork());
+    while (tries.at(-1) && tries.length < 5);
+    expect(tries).toContain(false);
   });
 });
