@@ -10,6 +10,7 @@ import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { spawnNode, Spawned, startGateway, waitFor } from '../support/processes';
 
 const ADMIN_TOKEN = 'sso-test-admin-token-0123456789abcdef';
+const BANK_WEBHOOK_SECRET = 'sso-test-bank-webhook-secret-0123456789';
 const CLIENT_ID = 'tax-document-gateway';
 const CLIENT_SECRET = 'a-client-secret-for-the-test-provider-0123456789';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
@@ -97,6 +98,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       PORT: String(gatewayPort),
       HOST: '127.0.0.1',
       ADMIN_TOKEN,
+      BANK_WEBHOOK_SECRET,
       OIDC_ISSUER_URL: issuer,
       OIDC_CLIENT_ID: CLIENT_ID,
       OIDC_CLIENT_SECRET: CLIENT_SECRET,
@@ -307,6 +309,7 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       PORT: String(port),
       HOST: '127.0.0.1',
       ADMIN_TOKEN,
+      BANK_WEBHOOK_SECRET,
       OIDC_ISSUER_URL: issuer,
       OIDC_CLIENT_ID: CLIENT_ID,
       OIDC_CLIENT_SECRET: CLIENT_SECRET,

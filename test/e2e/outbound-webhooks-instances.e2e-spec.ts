@@ -5,7 +5,7 @@ import { createTestDatabase, dropTestDatabase } from '../support/database';
 import { watchClaims } from '../support/delivery-claims';
 import { documentBody, newIdempotencyKey, newSourceWithKey } from '../support/factories';
 import { Spawned, startGateway, waitFor } from '../support/processes';
-import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
+import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 const ENV = {
@@ -301,6 +301,7 @@ describe('push notifications across instances', () => {
         PORT: String(port),
         HOST: '127.0.0.1',
         ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+        BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
         LOG_LEVEL: 'warn',
         OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '5',
         OUTBOUND_WEBHOOKS_LEASE_SECONDS: '6',

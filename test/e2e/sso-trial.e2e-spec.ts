@@ -28,7 +28,7 @@ describe('a local single sign-on trial (npm run sso:local)', () => {
     expect(settings.OIDC_ISSUER_URL).toBe(`http://localhost:${providerPort}`);
 
     databaseUrl = await createTestDatabase();
-    const gateway = startGateway({ ...settings, DATABASE_URL: databaseUrl, PORT: String(gatewayPort), HOST: '127.0.0.1', ADMIN_TOKEN: 'sso-trial-admin-token-0123456789' });
+    const gateway = startGateway({ ...settings, DATABASE_URL: databaseUrl, PORT: String(gatewayPort), HOST: '127.0.0.1', ADMIN_TOKEN: 'sso-trial-admin-token-0123456789', BANK_WEBHOOK_SECRET: 'sso-trial-bank-webhook-secret-0123456789' });
     children.push(gateway);
     await waitFor(async () => (await fetch(`${gatewayUrl}/health/ready`)).ok || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.output()))), 'the gateway');
     expect(await (await fetch(`${gatewayUrl}/admin/auth/config`)).json()).toEqual({ sso: true });

@@ -207,7 +207,7 @@ describe('tracing with OpenTelemetry', () => {
       await other.spawned.exited;
     }
     const port = await freePort();
-    const refused = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector.port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'carrier-pigeon' });
+    const refused = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector.port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'carrier-pigeon' });
     expect(await refused.closed).toBe(78);
     expect(refused.stderr()).toContain('OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf, http/json or grpc');
   });

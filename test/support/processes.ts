@@ -77,7 +77,15 @@ export async function startClusterProcess(dataDir: string, port?: number): Promi
  */
 export const GATEWAY_NODE_ARGS = ['--max-semi-space-size=64', join(ROOT, 'dist', 'main.js')];
 
-/** Starts the built gateway as production would run it. */
+/**
+ * Starts the built gateway as production would run it. Without DATA_DIR it would keep what it generates
+ * (a missing secret, an embedded cluster) in the repository's own `.data`, where the developer's
+ * `npm start` would then find it: such a start is refused here.
+ */
 export function startGateway(env: NodeJS.ProcessEnv, ownProcessGroup = false): Spawned {
+  const effective = { ...process.env, ...env };
+  if (!effective.DATA_DIR && !(effective.DATABASE_URL && effective.ADMIN_TOKEN && effective.BANK_WEBHOOK_SECRET)) {
+    throw new Error("A test's gateway needs DATA_DIR, or DATABASE_URL, ADMIN_TOKEN and BANK_WEBHOOK_SECRET: it would write into the repository's .data");
+  }
   return spawnNode(GATEWAY_NODE_ARGS, { LOG_LEVEL: 'info', ...env }, ROOT, ownProcessGroup);
 }
