@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { loadConfig } from './src/config/app-config';
-import { locateDatabase } from './src/database/database-location';
-import { buildDataSourceOptions } from './src/database/typeorm-options';
-import { loadEnvFile } from './src/startup/env-file';
+import { loadConfig } from './src/config/app-config.js';
+import { locateDatabase } from './src/database/database-location.js';
+import { buildDataSourceOptions } from './src/database/typeorm-options.js';
+import { loadEnvFile } from './src/startup/env-file.js';
 
 /**
  * The TypeORM CLI's data source (`npm run migration:generate -- src/database/migrations/Name`), built

@@ -17,12 +17,12 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
-import { removeDataDir } from '../src/database/embedded-postgres-layout';
-import { signWebhook } from '../src/webhooks/webhook-signature';
-import { documentBody } from '../test/support/factories';
-import { BENCH_WEBHOOK_SECRET, issueKey, startBenchGateway } from './gateway';
-import { startReceiver } from './push';
+import { startEmbeddedPostgres } from '../src/database/embedded-postgres.js';
+import { removeDataDir } from '../src/database/embedded-postgres-layout.js';
+import { signWebhook } from '../src/webhooks/webhook-signature.js';
+import { documentBody } from '../test/support/factories.js';
+import { BENCH_WEBHOOK_SECRET, issueKey, startBenchGateway } from './gateway.js';
+import { startReceiver } from './push.js';
 
 const RATE = Number(process.env.CAPACITY_RATE ?? 200);
 const SECONDS = Number(process.env.CAPACITY_SECONDS ?? 10);

@@ -13,10 +13,10 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { freePort } from '../src/database/embedded-postgres';
-import { removeDataDir } from '../src/database/embedded-postgres-layout';
-import { BANK_WEBHOOK_PATH, signWebhook } from '../src/webhooks/webhook-signature';
-import { startClusterProcess, startGateway, waitFor } from '../test/support/processes';
+import { freePort } from '../src/database/embedded-postgres.js';
+import { removeDataDir } from '../src/database/embedded-postgres-layout.js';
+import { BANK_WEBHOOK_PATH, signWebhook } from '../src/webhooks/webhook-signature.js';
+import { startClusterProcess, startGateway, waitFor } from '../test/support/processes.js';
 
 const FREEZE_MS = Number(process.env.FREEZE_MS ?? 20000);
 const CLIENTS = 32;

@@ -3,8 +3,8 @@
  * limit no bench reaches and loopback push receivers allowed; and the admin call that issues a key.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { freePort } from '../src/database/embedded-postgres';
-import { GATEWAY_NODE_ARGS } from '../test/support/processes';
+import { freePort } from '../src/database/embedded-postgres.js';
+import { GATEWAY_NODE_ARGS } from '../test/support/processes.js';
 
 export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789';
 export const BENCH_WEBHOOK_SECRET = 'bench-webhook-secret-0123456789';

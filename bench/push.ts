@@ -12,7 +12,7 @@ import autocannon from 'autocannon';
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { Client } from 'pg';
-import { documentBody } from '../test/support/factories';
+import { documentBody } from '../test/support/factories.js';
 
 const DOCUMENTS = Number(process.env.PUSH_DOCUMENTS ?? 1000);
 const ROUNDS = Number(process.env.PUSH_ROUNDS ?? 3);

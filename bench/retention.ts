@@ -18,12 +18,12 @@
 import 'reflect-metadata';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { runMigrations } from '../src/database/migrations-runner';
-import { buildDataSourceOptions } from '../src/database/typeorm-options';
-import { DocumentEventEntity } from '../src/documents/document-event.entity';
-import { DocumentEventsRepository, PURGE_EVENTS } from '../src/documents/document-events.repository';
-import { RETENTION_BATCH } from '../src/retention/retention.service';
-import { RetentionRepository } from '../src/retention/retention.repository';
+import { runMigrations } from '../src/database/migrations-runner.js';
+import { buildDataSourceOptions } from '../src/database/typeorm-options.js';
+import { DocumentEventEntity } from '../src/documents/document-event.entity.js';
+import { DocumentEventsRepository, PURGE_EVENTS } from '../src/documents/document-events.repository.js';
+import { RETENTION_BATCH } from '../src/retention/retention.service.js';
+import { RetentionRepository } from '../src/retention/retention.repository.js';
 
 const URL = process.env.DATABASE_URL;
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 3_000_000);

@@ -12,12 +12,12 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
-import { removeDataDir } from '../src/database/embedded-postgres-layout';
-import { signWebhook } from '../src/webhooks/webhook-signature';
-import { documentBody } from '../test/support/factories';
-import { BENCH_WEBHOOK_SECRET, issueKey, startBenchGateway } from './gateway';
-import { runPushScenario } from './push';
+import { startEmbeddedPostgres } from '../src/database/embedded-postgres.js';
+import { removeDataDir } from '../src/database/embedded-postgres-layout.js';
+import { signWebhook } from '../src/webhooks/webhook-signature.js';
+import { documentBody } from '../test/support/factories.js';
+import { BENCH_WEBHOOK_SECRET, issueKey, startBenchGateway } from './gateway.js';
+import { runPushScenario } from './push.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);

@@ -12,9 +12,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgres';
-import { documentBody } from '../test/support/factories';
-import { GATEWAY_NODE_ARGS } from '../test/support/processes';
+import { freePort, startEmbeddedPostgres } from '../src/database/embedded-postgres.js';
+import { documentBody } from '../test/support/factories.js';
+import { GATEWAY_NODE_ARGS } from '../test/support/processes.js';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const ADMIN_TOKEN = 'hostile-admin-token-0123456789';

@@ -1,20 +1,19 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { PinoLogger } from 'nestjs-pino';
-import { AppModule, AppModuleOptions } from './app.module';
-import { registerHttpHooks, requestIdFor } from './common/http-hooks';
-import { answerClientError, answerFrameworkError, trackResponses } from './common/http-layer-errors';
-import { limitConnectionsPerClient } from './common/connection-limits';
-import { KnownRoutes } from './common/known-routes';
-import { TrustedProxies } from './common/trusted-proxies';
-import { registerJsonBodyParser } from './common/json-body-parser';
-import { registerSecurityHeaders } from './common/security-headers';
-import { IdempotencyCoverage } from './idempotency/idempotency-coverage';
-import { AppLogger } from './logging/app-logger';
-import { registerRequestLog } from './logging/logging.module';
-import { MetricsService } from './metrics/metrics.service';
-import { setupOpenApi } from './openapi/setup-openapi';
-import { BANK_WEBHOOK_PATH } from './webhooks/webhook-signature';
+import { AppModule, AppModuleOptions } from './app.module.js';
+import { registerHttpHooks, requestIdFor } from './common/http-hooks.js';
+import { answerClientError, answerFrameworkError, trackResponses } from './common/http-layer-errors.js';
+import { limitConnectionsPerClient } from './common/connection-limits.js';
+import { KnownRoutes } from './common/known-routes.js';
+import { TrustedProxies } from './common/trusted-proxies.js';
+import { registerJsonBodyParser } from './common/json-body-parser.js';
+import { registerSecurityHeaders } from './common/security-headers.js';
+import { IdempotencyCoverage } from './idempotency/idempotency-coverage.js';
+import { AppLogger, PINO_LOGGER } from './logging/app-logger.js';
+import { registerRequestLog } from './logging/logging.module.js';
+import { MetricsService } from './metrics/metrics.service.js';
+import { setupOpenApi } from './openapi/setup-openapi.js';
+import { BANK_WEBHOOK_PATH } from './webhooks/webhook-signature.js';
 
 /**
  * Every response's policy (the console sets a stricter one of its own): only this origin's scripts,
@@ -80,7 +79,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
   new KnownRoutes().collectFrom(fastify);
   const idempotency = new IdempotencyCoverage();
   idempotency.watch(fastify);
-  registerRequestLog(fastify, (await app.resolve(PinoLogger)).logger);
+  registerRequestLog(fastify, app.get(PINO_LOGGER));
   registerJsonBodyParser(fastify, rawBodyRoutes, config.BODY_LIMIT_BYTES);
   app.get(MetricsService).instrument(fastify);
   setupOpenApi(app, { rawBodyRoutes });

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { createInterface } from 'node:readline/promises';
-import { runClusterCommand } from './cli/clusters';
-import { execute, isClusterCommand, mayCreateDatabase } from './cli/commands';
-import { classify, EXIT, exitCodeOf, messageOf, problemOf, UsageError } from './cli/exit-codes';
-import { openOperatorDatabase } from './cli/operator-database';
-import { Io, parseCommandLine } from './cli/program';
-import { loadConfig } from './config/app-config';
-import { loadEnvFile } from './startup/env-file';
+import { runClusterCommand } from './cli/clusters.js';
+import { execute, isClusterCommand, mayCreateDatabase } from './cli/commands.js';
+import { classify, EXIT, exitCodeOf, messageOf, problemOf, UsageError } from './cli/exit-codes.js';
+import { openOperatorDatabase } from './cli/operator-database.js';
+import { Io, parseCommandLine } from './cli/program.js';
+import { loadConfig } from './config/app-config.js';
+import { loadEnvFile } from './startup/env-file.js';
 
 /**
  * The operator CLI (`tdg`, or `node dist/cli.js`; `npm run cli --` in development): the admin REST API's

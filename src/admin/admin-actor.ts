@@ -1,8 +1,8 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import type { AdminRole } from './admin.entity';
-import type { ActorType } from './audit-log.entity';
+import type { AdminRole } from './admin.entity.js';
+import type { ActorType } from './audit-log.entity.js';
 
 /** Who acts: `adminId` and `email` are null for the break-glass ADMIN_TOKEN and the CLI. */
 export interface Actor {

@@ -1,12 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiCookieAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { ApiProblems } from '../common/problem.dto';
-import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME } from '../openapi/api-description';
-import { AdminContext } from './admin-actor';
-import type { AuditContext } from './admin-actor';
-import { AdminApiKeysService } from './admin-api-keys.service';
-import { AdminAuthGuard } from './admin-auth.guard';
-import { ApiKeyListDto, ApiKeyResponseDto, CreateApiKeyDto, IssuedApiKeyResponseDto, ListApiKeysQueryDto, RotateApiKeyDto } from './dto/api-key.dto';
+import { ApiProblems } from '../common/problem.dto.js';
+import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME } from '../openapi/api-description.js';
+import { AdminContext } from './admin-actor.js';
+import type { AuditContext } from './admin-actor.js';
+import { AdminApiKeysService } from './admin-api-keys.service.js';
+import { AdminAuthGuard } from './admin-auth.guard.js';
+import { ApiKeyListDto, ApiKeyResponseDto, CreateApiKeyDto, IssuedApiKeyResponseDto, ListApiKeysQueryDto, RotateApiKeyDto } from './dto/api-key.dto.js';
 
 const KEY_ID = ApiParam({ name: 'id', description: "The key's id; an unknown id (or one that is not a UUID) is a 404", example: '7c9e6679-7425-40de-944b-e07fc1f90ae7' });
 const KEY_LINKS = {

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { ApiKeysService, ApiKeyView } from '../auth/api-keys.service';
-import { AppError } from '../common/app-error';
+import { ApiKeysService, ApiKeyView } from '../auth/api-keys.service.js';
+import { AppError } from '../common/app-error.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { AuditContext } from './admin-actor';
-import { AuditLogService } from './audit-log.service';
+import { AuditContext } from './admin-actor.js';
+import { AuditLogService } from './audit-log.service.js';
 
 export type IssuedKeyView = ApiKeyView & { key: string };
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { AdminAuthFailureEntity } from './admin-auth-failure.entity';
+import { AdminAuthFailureEntity } from './admin-auth-failure.entity.js';
 
 /**
  * One more failure in this minute's window, in one atomic statement (an upsert that counts: ON CONFLICT …

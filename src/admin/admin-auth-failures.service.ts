@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { AdminAuthFailuresRepository } from './admin-auth-failures.repository';
+import { AdminAuthFailuresRepository } from './admin-auth-failures.repository.js';
 
 export const MAX_FAILURES_PER_MINUTE = 10;
 

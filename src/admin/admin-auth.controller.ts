@@ -1,15 +1,15 @@
 import { Controller, Get, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiCookieAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../common/app-error';
-import { AppConfig } from '../config/app-config';
-import { ApiProblems } from '../common/problem.dto';
-import { ADMIN_SESSION_SCHEME } from '../openapi/api-description';
-import { AdminContext, RequiresRole } from './admin-actor';
-import type { AdminPrincipal, AuditContext } from './admin-actor';
-import { AdminAuthGuard } from './admin-auth.guard';
-import { cookiesMustBeSecure, cookieValue, loginCookie, LOGIN_COOKIE, publicOrigin, sessionCookie } from './admin-session';
-import { AdminSsoService } from './admin-sso.service';
+import { AppError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { ApiProblems } from '../common/problem.dto.js';
+import { ADMIN_SESSION_SCHEME } from '../openapi/api-description.js';
+import { AdminContext, RequiresRole } from './admin-actor.js';
+import type { AdminPrincipal, AuditContext } from './admin-actor.js';
+import { AdminAuthGuard } from './admin-auth.guard.js';
+import { cookiesMustBeSecure, cookieValue, loginCookie, LOGIN_COOKIE, publicOrigin, sessionCookie } from './admin-session.js';
+import { AdminSsoService } from './admin-sso.service.js';
 
 class AuthConfigDto {
   @ApiProperty({ description: 'Whether the console offers single sign-on (OIDC_ISSUER_URL, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set)' })

@@ -1,16 +1,16 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../common/app-error';
-import { tokensMatch } from '../common/constant-time';
-import { hashOpaqueToken } from '../common/opaque-token';
-import { AppConfig } from '../config/app-config';
-import { AdminPrincipal, RequiresRole, ROLE_RANK } from './admin-actor';
-import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-failures.service';
-import { ADMIN_TOKEN } from './admin-token';
-import { ADMIN_TOKEN_PREFIX } from './admins.service';
-import { AdminsRepository } from './admins.repository';
-import { cookieValue, publicOrigin, SESSION_COOKIE } from './admin-session';
+import { AppError } from '../common/app-error.js';
+import { tokensMatch } from '../common/constant-time.js';
+import { hashOpaqueToken } from '../common/opaque-token.js';
+import { AppConfig } from '../config/app-config.js';
+import { AdminPrincipal, RequiresRole, ROLE_RANK } from './admin-actor.js';
+import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-failures.service.js';
+import { ADMIN_TOKEN } from './admin-token.js';
+import { ADMIN_TOKEN_PREFIX } from './admins.service.js';
+import { AdminsRepository } from './admins.repository.js';
+import { cookieValue, publicOrigin, SESSION_COOKIE } from './admin-session.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 const UNAUTHORIZED_DETAIL = 'A valid admin credential is required: Authorization: Bearer <token> (a personal adm_tax_… token or ADMIN_TOKEN), or a console session';

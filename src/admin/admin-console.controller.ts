@@ -1,8 +1,8 @@
 import { applyDecorators, Controller, Get, Header, Redirect, Req } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../common/app-error';
-import { ConsoleAssets, CONSOLE_SCRIPTS } from './console-assets';
+import { AppError } from '../common/app-error.js';
+import { ConsoleAssets, CONSOLE_SCRIPTS } from './console-assets.js';
 
 /**
  * The page may run only the script and style files served below: no inline code, no framing, no

@@ -1,18 +1,18 @@
 import { Body, Controller, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiCookieAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { ApiProblems } from '../common/problem.dto';
-import { DocumentsService } from '../documents/documents.service';
-import { PaymentsService } from '../documents/payments.service';
-import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME } from '../openapi/api-description';
-import { AdminDeliveriesQueryDto, AdminDeliveryDto, AdminDeliveryPageDto } from '../outbound-webhooks/dto/delivery.dto';
-import { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto';
-import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service';
-import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service';
-import { AdminContext, RequiresRole } from './admin-actor';
-import type { AuditContext } from './admin-actor';
-import { AdminAuthGuard } from './admin-auth.guard';
-import { AdminOperationsService } from './admin-operations.service';
-import { ApplyWebhookEventDto, WebhookEventDto, WebhookEventPageDto, WebhookEventsQueryDto } from './dto/api-key.dto';
+import { ApiProblems } from '../common/problem.dto.js';
+import { DocumentsService } from '../documents/documents.service.js';
+import { PaymentsService } from '../documents/payments.service.js';
+import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME } from '../openapi/api-description.js';
+import { AdminDeliveriesQueryDto, AdminDeliveryDto, AdminDeliveryPageDto } from '../outbound-webhooks/dto/delivery.dto.js';
+import { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto.js';
+import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service.js';
+import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service.js';
+import { AdminContext, RequiresRole } from './admin-actor.js';
+import type { AuditContext } from './admin-actor.js';
+import { AdminAuthGuard } from './admin-auth.guard.js';
+import { AdminOperationsService } from './admin-operations.service.js';
+import { ApplyWebhookEventDto, WebhookEventDto, WebhookEventPageDto, WebhookEventsQueryDto } from './dto/api-key.dto.js';
 import {
   AdminDocumentDetailDto,
   AdminDocumentPageDto,
@@ -23,7 +23,7 @@ import {
   DeliveryStatsDto,
   SetEndpointEnabledDto,
   StatsQueryDto,
-} from './dto/operations.dto';
+} from './dto/operations.dto.js';
 
 /** Buckets small enough to see a minute's trouble, few enough (at most 180) to draw. */
 export function bucketMinutes(hours: number): number {

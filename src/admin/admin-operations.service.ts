@@ -1,16 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { DocumentEventsService, DocumentEventView } from '../documents/document-events.service';
-import { DocumentsService, ReferenceClaimsView } from '../documents/documents.service';
-import { DocumentResponseDto } from '../documents/dto/document-response.dto';
-import { BankEventView, PaymentsService } from '../documents/payments.service';
-import { AdminDeliveryDto } from '../outbound-webhooks/dto/delivery.dto';
-import { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto';
-import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service';
-import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service';
-import { AuditContext } from './admin-actor';
-import { AuditLogService } from './audit-log.service';
+import { DocumentEventsService, DocumentEventView } from '../documents/document-events.service.js';
+import { DocumentsService, ReferenceClaimsView } from '../documents/documents.service.js';
+import { DocumentResponseDto } from '../documents/dto/document-response.dto.js';
+import { BankEventView, PaymentsService } from '../documents/payments.service.js';
+import { AdminDeliveryDto } from '../outbound-webhooks/dto/delivery.dto.js';
+import { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto.js';
+import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service.js';
+import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service.js';
+import { AuditContext } from './admin-actor.js';
+import { AuditLogService } from './audit-log.service.js';
 
 /** At most this many of a document's deliveries are shown with it; the deliveries list pages through the rest. */
 const DOCUMENT_DELIVERIES = 50;

@@ -1,4 +1,4 @@
-import { cookiesMustBeSecure, cookieValue, loginCookie, sessionCookie } from './admin-session';
+import { cookiesMustBeSecure, cookieValue, loginCookie, sessionCookie } from './admin-session.js';
 
 describe('console session cookies', () => {
   it('are HttpOnly, SameSite=Strict and limited to /admin, and Secure when asked', () => {

@@ -1,14 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { randomBytes } from 'node:crypto';
-import { AppError } from '../common/app-error';
-import { generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token';
-import { AppConfig } from '../config/app-config';
+import { AppError } from '../common/app-error.js';
+import { generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token.js';
+import { AppConfig } from '../config/app-config.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { AuditContext } from './admin-actor';
-import { AdminsRepository } from './admins.repository';
-import { AuditLogService } from './audit-log.service';
+import { AuditContext } from './admin-actor.js';
+import { AdminsRepository } from './admins.repository.js';
+import { AuditLogService } from './audit-log.service.js';
 
 /** Sign-ins under way (started, not finished, not expired: ten minutes) per address. */
 export const MAX_SIGN_INS_UNDER_WAY = 20;

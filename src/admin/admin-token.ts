@@ -1,6 +1,6 @@
 import { Logger, Provider } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { AppConfig } from '../config/app-config';
+import { AppConfig } from '../config/app-config.js';
 
 export const ADMIN_TOKEN = Symbol('ADMIN_TOKEN');
 const STRONG_ADMIN_TOKEN_LENGTH = 32;

@@ -1,5 +1,5 @@
 import { Check, Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, PrimaryGeneratedColumn, VirtualColumn } from 'typeorm';
-import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql';
+import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql.js';
 
 export const ADMIN_ROLES = ['viewer', 'operator', 'admin'] as const;
 export type AdminRole = (typeof ADMIN_ROLES)[number];

@@ -1,12 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiCookieAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { ApiProblems } from '../common/problem.dto';
-import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME } from '../openapi/api-description';
-import { AdminContext, RequiresRole } from './admin-actor';
-import type { AdminPrincipal, AuditContext } from './admin-actor';
-import { AdminAuthGuard } from './admin-auth.guard';
-import { AdminsService } from './admins.service';
-import { AuditLogService } from './audit-log.service';
+import { ApiProblems } from '../common/problem.dto.js';
+import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME } from '../openapi/api-description.js';
+import { AdminContext, RequiresRole } from './admin-actor.js';
+import type { AdminPrincipal, AuditContext } from './admin-actor.js';
+import { AdminAuthGuard } from './admin-auth.guard.js';
+import { AdminsService } from './admins.service.js';
+import { AuditLogService } from './audit-log.service.js';
 import {
   AdminDto,
   AdminPageDto,
@@ -20,7 +20,7 @@ import {
   MeDto,
   PageQueryDto,
   UpdateAdminDto,
-} from './dto/admin.dto';
+} from './dto/admin.dto.js';
 
 const ADMIN_ID = ApiParam({ name: 'id', description: "The administrator's id; an unknown id (or one that is not a UUID) is a 404", format: 'uuid' });
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, IsNull, Raw, Repository } from 'typeorm';
-import { AdminEntity, AdminOidcLoginEntity, AdminRole, AdminSessionEntity, AdminTokenEntity } from './admin.entity';
+import { AdminEntity, AdminOidcLoginEntity, AdminRole, AdminSessionEntity, AdminTokenEntity } from './admin.entity.js';
 
 export type NewAdmin = Pick<AdminEntity, 'email' | 'name' | 'role'>;
 export type NewAdminToken = Pick<AdminTokenEntity, 'adminId' | 'name' | 'tokenHash' | 'prefix' | 'last4' | 'expiresAt'>;

@@ -1,15 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '../common/app-error';
-import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
-import { displayParts, generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token';
-import { isUuid } from '../common/validation';
+import { AppError } from '../common/app-error.js';
+import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor.js';
+import { displayParts, generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token.js';
+import { isUuid } from '../common/validation.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { AdminPrincipal, AuditContext } from './admin-actor';
-import type { AdminEntity, AdminRole, AdminTokenEntity } from './admin.entity';
-import type { AuditChanges } from './audit-log.entity';
-import { AdminsRepository } from './admins.repository';
-import { AuditLogService } from './audit-log.service';
+import { AdminPrincipal, AuditContext } from './admin-actor.js';
+import type { AdminEntity, AdminRole, AdminTokenEntity } from './admin.entity.js';
+import type { AuditChanges } from './audit-log.entity.js';
+import { AdminsRepository } from './admins.repository.js';
+import { AuditLogService } from './audit-log.service.js';
 
 export const ADMIN_TOKEN_PREFIX = 'adm_tax_';
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { AuditAction, AuditLogEntity } from './audit-log.entity';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { AuditAction, AuditLogEntity } from './audit-log.entity.js';
 
 export type NewAuditEntry = Pick<
   AuditLogEntity,

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
+import { decodeCursor, encodeCursor, pageOf } from '../common/cursor.js';
 import { EntityManager } from 'typeorm';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { Actor, AuditContext } from './admin-actor';
-import { ActorType, AuditAction, AuditChanges, AuditLogEntity } from './audit-log.entity';
-import { AuditLogRepository } from './audit-log.repository';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { Actor, AuditContext } from './admin-actor.js';
+import { ActorType, AuditAction, AuditChanges, AuditLogEntity } from './audit-log.entity.js';
+import { AuditLogRepository } from './audit-log.repository.js';
 
 export interface AuditEntryView {
   id: string;

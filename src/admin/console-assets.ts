@@ -22,6 +22,6 @@ export class ConsoleAssets {
   }
 
   private static read(file: string): string {
-    return readFileSync(join(__dirname, 'console', file), 'utf8');
+    return readFileSync(join(import.meta.dirname, 'console', file), 'utf8');
   }
 }

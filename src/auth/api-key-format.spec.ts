@@ -1,4 +1,4 @@
-import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format';
+import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format.js';
 
 describe('API key format', () => {
   it('generates sk_tax_ followed by 43 base62 characters (256 bits)', () => {

@@ -1,4 +1,4 @@
-import { displayParts, generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token';
+import { displayParts, generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token.js';
 
 export const API_KEY_PREFIX = 'sk_tax_';
 

@@ -1,5 +1,5 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, VirtualColumn } from 'typeorm';
-import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql';
+import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql.js';
 
 @Entity('api_keys')
 @Index('idx_api_keys_source', ['source', 'createdAt'])

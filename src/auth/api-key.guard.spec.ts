@@ -1,21 +1,22 @@
+import { jest } from '@jest/globals';
 import { ExecutionContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { AppError } from '../common/app-error';
-import { AppConfig } from '../config/app-config';
-import { PoolStatistics } from '../database/pool-statistics';
-import { MetricsService } from '../metrics/metrics.service';
-import { ApiKeyGuard } from './api-key.guard';
-import { ApiKeysService } from './api-keys.service';
-import { AuthenticatedKey } from './authenticated-key';
-import { KeyRateLimiter } from './key-rate-limiter';
-import { RateLimitGuard } from './rate-limit.guard';
+import { AppError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { PoolStatistics } from '../database/pool-statistics.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { ApiKeyGuard } from './api-key.guard.js';
+import { ApiKeysService } from './api-keys.service.js';
+import { AuthenticatedKey } from './authenticated-key.js';
+import { KeyRateLimiter } from './key-rate-limiter.js';
+import { RateLimitGuard } from './rate-limit.guard.js';
 
 const KEY: AuthenticatedKey = { id: 'k1', source: 'acme-erp', prefix: 'sk_tax_abcde', expiresAt: null };
 
 const contextFor = (request: object) => ({ switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
 
 describe('ApiKeyGuard', () => {
-  const authenticate = jest.fn<Promise<AuthenticatedKey | null>, [unknown]>();
+  const authenticate = jest.fn<(request: unknown) => Promise<AuthenticatedKey | null>>();
   let guard: ApiKeyGuard;
 
   beforeAll(async () => {

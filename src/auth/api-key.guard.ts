@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../common/app-error';
-import { annotateRequest, ATTR_SOURCE } from '../telemetry/trace-context';
-import { ApiKeysService } from './api-keys.service';
+import { AppError } from '../common/app-error.js';
+import { annotateRequest, ATTR_SOURCE } from '../telemetry/trace-context.js';
+import { ApiKeysService } from './api-keys.service.js';
 
 export const EXTERNAL_API_PREFIX = '/api/v1/';
 

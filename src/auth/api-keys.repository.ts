@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
-import { selectColumns } from '../database/entity-sql';
-import { PreparedStatement } from '../database/prepared-statement';
-import { ApiKeyEntity } from './api-key.entity';
-import { AuthenticatedKey } from './authenticated-key';
+import { selectColumns } from '../database/entity-sql.js';
+import { PreparedStatement } from '../database/prepared-statement.js';
+import { ApiKeyEntity } from './api-key.entity.js';
+import { AuthenticatedKey } from './authenticated-key.js';
 
 /** A key as administration sees it: everything but its hash. */
 export type ApiKeyRow = Omit<ApiKeyEntity, 'keyHash'>;

@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '../common/app-error';
-import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
-import { isUuid } from '../common/validation';
+import { AppError } from '../common/app-error.js';
+import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor.js';
+import { isUuid } from '../common/validation.js';
 import { EntityManager } from 'typeorm';
-import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format';
-import { ApiKeyRow, ApiKeysRepository } from './api-keys.repository';
-import { AuthenticatedKey } from './authenticated-key';
-import { KeyUsageRecorder } from './key-usage.recorder';
+import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format.js';
+import { ApiKeyRow, ApiKeysRepository } from './api-keys.repository.js';
+import { AuthenticatedKey } from './authenticated-key.js';
+import { KeyUsageRecorder } from './key-usage.recorder.js';
 
 export type ApiKeyStatus = 'ACTIVE' | 'REVOKED' | 'EXPIRED';
 

@@ -1,15 +1,15 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { MetricsModule } from '../metrics/metrics.module';
-import { ApiKeyEntity } from './api-key.entity';
-import { ApiKeyGuard } from './api-key.guard';
-import { ApiKeysRepository } from './api-keys.repository';
-import { ApiKeysService } from './api-keys.service';
-import { KeyRateLimiter } from './key-rate-limiter';
-import { KeyUsageRecorder } from './key-usage.recorder';
-import { MeController } from './me.controller';
-import { RateLimitGuard } from './rate-limit.guard';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { ApiKeyEntity } from './api-key.entity.js';
+import { ApiKeyGuard } from './api-key.guard.js';
+import { ApiKeysRepository } from './api-keys.repository.js';
+import { ApiKeysService } from './api-keys.service.js';
+import { KeyRateLimiter } from './key-rate-limiter.js';
+import { KeyUsageRecorder } from './key-usage.recorder.js';
+import { MeController } from './me.controller.js';
+import { RateLimitGuard } from './rate-limit.guard.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([ApiKeyEntity]), MetricsModule],

@@ -1,6 +1,6 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import type { ApiKeyEntity } from './api-key.entity';
+import type { ApiKeyEntity } from './api-key.entity.js';
 
 /** The caller behind a valid X-API-Key; every /api/v1 handler acts for `source` only. */
 export type AuthenticatedKey = Pick<ApiKeyEntity, 'id' | 'source' | 'prefix' | 'expiresAt'>;

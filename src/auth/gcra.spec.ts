@@ -1,4 +1,4 @@
-import { Gcra } from './gcra';
+import { Gcra } from './gcra.js';
 
 /** Counts every read and write of the limiter's state: the work of one decision. */
 class CountingMap extends Map<string, number> {

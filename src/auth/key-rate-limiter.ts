@@ -1,10 +1,10 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Gauge } from 'prom-client';
-import { describeFailure } from '../common/database-failure';
-import { AppConfig } from '../config/app-config';
-import { MetricsService } from '../metrics/metrics.service';
-import { Gcra, RateDecision } from './gcra';
-import { SharedRateLimit } from './shared-rate-limit';
+import { describeFailure } from '../common/database-failure.js';
+import { AppConfig } from '../config/app-config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { Gcra, RateDecision } from './gcra.js';
+import { SharedRateLimit } from './shared-rate-limit.js';
 
 const SWEEP_INTERVAL_MS = 60_000;
 /** A shared store slower than this counts as down (docs/operations.md, "Shared rate limit (Redis)"): the request goes on with this instance's counters. */

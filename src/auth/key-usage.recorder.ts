@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { describeFailure } from '../common/database-failure';
-import { ApiKeysRepository } from './api-keys.repository';
+import { describeFailure } from '../common/database-failure.js';
+import { ApiKeysRepository } from './api-keys.repository.js';
 
 const FLUSH_INTERVAL_MS = 5000;
 export const KEY_USAGE_FLUSH_JOB = 'key-usage-flush';

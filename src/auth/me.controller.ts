@@ -1,7 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from './authenticated-key';
-import type { AuthenticatedKey } from './authenticated-key';
+import { CurrentKey } from './authenticated-key.js';
+import type { AuthenticatedKey } from './authenticated-key.js';
 
 class MeResponseDto {
   @ApiProperty({ example: 'acme-erp' }) source: string;

@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../common/app-error';
-import { RateDecision } from './gcra';
-import { KeyRateLimiter } from './key-rate-limiter';
+import { AppError } from '../common/app-error.js';
+import { RateDecision } from './gcra.js';
+import { KeyRateLimiter } from './key-rate-limiter.js';
 
 const POLICY = 'per-key';
 

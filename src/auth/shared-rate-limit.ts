@@ -1,5 +1,5 @@
-import Redis from 'ioredis';
-import { RateDecision, quota, WINDOW_MS } from './gcra';
+import { Redis } from 'ioredis';
+import { RateDecision, quota, WINDOW_MS } from './gcra.js';
 
 /**
  * gcraDecision in Redis, as one atomic script: KEYS[1] the key's theoretical arrival time (µs since the

@@ -1,8 +1,8 @@
-import { listRootClusters, mayRemove, removeRootCluster, RootCluster } from '../database/root-clusters';
-import type { ClusterCommand } from './commands';
-import { EXIT, ExitCode, UsageError } from './exit-codes';
-import * as output from './output';
-import type { Io } from './program';
+import { listRootClusters, mayRemove, removeRootCluster, RootCluster } from '../database/root-clusters.js';
+import type { ClusterCommand } from './commands.js';
+import { EXIT, ExitCode, UsageError } from './exit-codes.js';
+import * as output from './output.js';
+import type { Io } from './program.js';
 
 export interface ClusterRun {
   json: boolean;

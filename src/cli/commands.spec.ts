@@ -1,5 +1,5 @@
-import { execute } from './commands';
-import type { OperatorServices } from './operator-database';
+import { execute } from './commands.js';
+import type { OperatorServices } from './operator-database.js';
 
 const endpoint = (id: string) => ({
   id,

@@ -1,9 +1,9 @@
-import { CLI_CONTEXT } from '../admin/audit-log.service';
-import type { AdminPrincipal, AuditContext } from '../admin/admin-actor';
-import type { AdminRole } from '../admin/admin.entity';
-import type { DeliveryStatus } from '../outbound-webhooks/outbound-delivery.entity';
-import type { OperatorServices } from './operator-database';
-import * as output from './output';
+import { CLI_CONTEXT } from '../admin/audit-log.service.js';
+import type { AdminPrincipal, AuditContext } from '../admin/admin-actor.js';
+import type { AdminRole } from '../admin/admin.entity.js';
+import type { DeliveryStatus } from '../outbound-webhooks/outbound-delivery.entity.js';
+import type { OperatorServices } from './operator-database.js';
+import * as output from './output.js';
 
 /** The CLI acts as an `admin` would (it may manage anyone's tokens); its audit entries name it, with the address `cli`. */
 const CLI_PRINCIPAL: AdminPrincipal & AuditContext = { ...CLI_CONTEXT, role: 'admin' };

@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
-import { DeliveryClaimsRepository } from '../outbound-webhooks/delivery-claims.repository';
-import { DELIVERIES_CHANNEL } from '../outbound-webhooks/delivery-worker';
+import { DeliveryClaimsRepository } from '../outbound-webhooks/delivery-claims.repository.js';
+import { DELIVERIES_CHANNEL } from '../outbound-webhooks/delivery-worker.js';
 
 /** The payload names no instance, so every gateway instance's worker wakes (each ignores only its own name). */
 export const CLI_ANNOUNCEMENT = 'cli';

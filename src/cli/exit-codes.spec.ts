@@ -1,9 +1,9 @@
-import { AppError } from '../common/app-error';
-import { DatabaseUnavailable } from '../common/database-failure';
-import { ERROR_STATUS, ErrorCode } from '../common/error-codes';
-import { ConfigValidationError } from '../config/app-config';
-import { EmbeddedPostgresError } from '../database/embedded-postgres-layout';
-import { classify, EXIT, exitCodeOf, flagOf, messageOf, OperatorError, problemOf, UsageError } from './exit-codes';
+import { AppError } from '../common/app-error.js';
+import { DatabaseUnavailable } from '../common/database-failure.js';
+import { ERROR_STATUS, ErrorCode } from '../common/error-codes.js';
+import { ConfigValidationError } from '../config/app-config.js';
+import { EmbeddedPostgresError } from '../database/embedded-postgres-layout.js';
+import { classify, EXIT, exitCodeOf, flagOf, messageOf, OperatorError, problemOf, UsageError } from './exit-codes.js';
 
 const exitOf = (error: unknown) => exitCodeOf(classify(error));
 

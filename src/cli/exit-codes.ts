@@ -1,9 +1,9 @@
-import { AppError } from '../common/app-error';
-import { databaseFailureDetail, databaseFailureOf } from '../common/database-failure';
-import { ERROR_STATUS, ErrorCode, FieldError } from '../common/error-codes';
-import { problemTitle } from '../common/problem';
-import { ConfigValidationError } from '../config/app-config';
-import { EmbeddedPostgresError } from '../database/embedded-postgres-layout';
+import { AppError } from '../common/app-error.js';
+import { databaseFailureDetail, databaseFailureOf } from '../common/database-failure.js';
+import { ERROR_STATUS, ErrorCode, FieldError } from '../common/error-codes.js';
+import { problemTitle } from '../common/problem.js';
+import { ConfigValidationError } from '../config/app-config.js';
+import { EmbeddedPostgresError } from '../database/embedded-postgres-layout.js';
 
 /** The CLI's exit codes: what a script branches on (README, docs/cli.md and `tdg --help` list them). */
 export const EXIT = {

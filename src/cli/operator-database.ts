@@ -1,18 +1,18 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
-import { AdminApiKeysService } from '../admin/admin-api-keys.service';
-import { AdminOperationsService } from '../admin/admin-operations.service';
-import { AdminsService } from '../admin/admins.service';
-import { AppConfig } from '../config/app-config';
-import { locateDatabase } from '../database/database-location';
-import { runMigrations } from '../database/migrations-runner';
-import { buildDataSourceOptions } from '../database/typeorm-options';
-import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service';
-import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service';
-import { CliModule } from './cli.module';
-import { DeliveryAnnouncer } from './delivery-announcer';
-import { OperatorError } from './exit-codes';
+import { AdminApiKeysService } from '../admin/admin-api-keys.service.js';
+import { AdminOperationsService } from '../admin/admin-operations.service.js';
+import { AdminsService } from '../admin/admins.service.js';
+import { AppConfig } from '../config/app-config.js';
+import { locateDatabase } from '../database/database-location.js';
+import { runMigrations } from '../database/migrations-runner.js';
+import { buildDataSourceOptions } from '../database/typeorm-options.js';
+import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service.js';
+import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service.js';
+import { CliModule } from './cli.module.js';
+import { DeliveryAnnouncer } from './delivery-announcer.js';
+import { OperatorError } from './exit-codes.js';
 
 /** The admin REST API's services, over the CLI's own pool. */
 export interface OperatorServices {

@@ -1,6 +1,6 @@
-import type { ApiKeyView } from '../auth/api-keys.service';
-import type { RootCluster } from '../database/root-clusters';
-import { clustersTable, deliveriesTable, endpointsTable, issuedKey, issuedToken, keysTable, printable, revokedKey, rotatedKey, size, table } from './output';
+import type { ApiKeyView } from '../auth/api-keys.service.js';
+import type { RootCluster } from '../database/root-clusters.js';
+import { clustersTable, deliveriesTable, endpointsTable, issuedKey, issuedToken, keysTable, printable, revokedKey, rotatedKey, size, table } from './output.js';
 
 const key: ApiKeyView = {
   id: '7c9e6679-7425-40de-944b-e07fc1f90ae7',

@@ -1,9 +1,9 @@
-import type { IssuedKeyView } from '../admin/admin-api-keys.service';
-import type { AdminTokenView, AdminView } from '../admin/admins.service';
-import type { ApiKeyView } from '../auth/api-keys.service';
-import type { AdminDeliveryDto } from '../outbound-webhooks/dto/delivery.dto';
-import type { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto';
-import type { RootCluster } from '../database/root-clusters';
+import type { IssuedKeyView } from '../admin/admin-api-keys.service.js';
+import type { AdminTokenView, AdminView } from '../admin/admins.service.js';
+import type { ApiKeyView } from '../auth/api-keys.service.js';
+import type { AdminDeliveryDto } from '../outbound-webhooks/dto/delivery.dto.js';
+import type { AdminWebhookEndpointDto } from '../outbound-webhooks/dto/webhook-endpoint.dto.js';
+import type { RootCluster } from '../database/root-clusters.js';
 
 /** The human output of each command: tables for lists, a few lines for a change. `--json` bypasses all of it. */
 

@@ -1,5 +1,5 @@
-import { UsageError } from './exit-codes';
-import { buildProgram, leavesOf, parseCommandLine } from './program';
+import { UsageError } from './exit-codes.js';
+import { buildProgram, leavesOf, parseCommandLine } from './program.js';
 
 function capture() {
   const io = { stdout: '', stderr: '', out: (text: string) => (io.stdout += text), err: (text: string) => (io.stderr += text) };

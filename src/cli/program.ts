@@ -1,15 +1,15 @@
 import { Command, CommanderError, Option } from 'commander';
-import { ADMIN_ROLES } from '../admin/admin.entity';
-import { CreateAdminDto, CreateAdminTokenDto, PageQueryDto, UpdateAdminDto } from '../admin/dto/admin.dto';
-import { CreateApiKeyDto, ListApiKeysQueryDto, RotateApiKeyDto } from '../admin/dto/api-key.dto';
-import { AdminEndpointsQueryDto } from '../admin/dto/operations.dto';
-import { AppError } from '../common/app-error';
-import { createValidationPipe } from '../common/validation';
-import { AdminDeliveriesQueryDto } from '../outbound-webhooks/dto/delivery.dto';
-import { DELIVERY_STATUSES } from '../outbound-webhooks/outbound-delivery.entity';
-import { ROOT_CLUSTERS_HOME } from '../database/root-clusters';
-import { CliCommand, ClusterCommand, Paging } from './commands';
-import { EXIT, flagOf, UsageError } from './exit-codes';
+import { ADMIN_ROLES } from '../admin/admin.entity.js';
+import { CreateAdminDto, CreateAdminTokenDto, PageQueryDto, UpdateAdminDto } from '../admin/dto/admin.dto.js';
+import { CreateApiKeyDto, ListApiKeysQueryDto, RotateApiKeyDto } from '../admin/dto/api-key.dto.js';
+import { AdminEndpointsQueryDto } from '../admin/dto/operations.dto.js';
+import { AppError } from '../common/app-error.js';
+import { createValidationPipe } from '../common/validation.js';
+import { AdminDeliveriesQueryDto } from '../outbound-webhooks/dto/delivery.dto.js';
+import { DELIVERY_STATUSES } from '../outbound-webhooks/outbound-delivery.entity.js';
+import { ROOT_CLUSTERS_HOME } from '../database/root-clusters.js';
+import { CliCommand, ClusterCommand, Paging } from './commands.js';
+import { EXIT, flagOf, UsageError } from './exit-codes.js';
 
 export const BIN = 'tdg';
 

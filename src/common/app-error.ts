@@ -1,4 +1,4 @@
-import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
+import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes.js';
 
 /** Every failure the gateway means to report; the problem filter turns it into RFC 9457 JSON. */
 export class AppError extends Error {

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { TrustedProxies } from './trusted-proxies';
+import { TrustedProxies } from './trusted-proxies.js';
 
 /**
  * At most `perClient` open connections from one address: a client that opens sockets and never finishes a

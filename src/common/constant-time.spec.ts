@@ -1,4 +1,4 @@
-import { tokensMatch } from './constant-time';
+import { tokensMatch } from './constant-time.js';
 
 describe('tokensMatch', () => {
   it('matches only the exact token, whatever the lengths', () => {

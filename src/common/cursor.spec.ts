@@ -1,5 +1,5 @@
-import { AppError } from './app-error';
-import { decodeCursor, encodeCursor, pageOf } from './cursor';
+import { AppError } from './app-error.js';
+import { decodeCursor, encodeCursor, pageOf } from './cursor.js';
 
 describe('cursors', () => {
   it('decode what they encode, up to the bigint maximum', () => {

@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsNotEmpty, IsOptional, IsString } from 'class-validator';
-import { AppError } from './app-error';
+import { AppError } from './app-error.js';
 
 /** The largest value of a PostgreSQL bigint; a position above it would make the query itself fail. */
 const MAX_BIGINT = 9_223_372_036_854_775_807n;

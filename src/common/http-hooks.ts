@@ -1,6 +1,6 @@
 import type { FastifyInstance, RawRequestDefaultExpression } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { AppError } from './app-error';
+import { AppError } from './app-error.js';
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

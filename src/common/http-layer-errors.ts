@@ -2,9 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { AppError } from './app-error';
-import { ErrorCode } from './error-codes';
-import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
+import { AppError } from './app-error.js';
+import { ErrorCode } from './error-codes.js';
+import { PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
 
 /**
  * Errors raised before a request reaches a route, in the README's problem+json form. None of them

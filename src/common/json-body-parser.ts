@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
-import { FieldError } from './error-codes';
+import { FieldError } from './error-codes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError } from './app-error';
-import { hasBody } from './http-hooks';
+import { AppError } from './app-error.js';
+import { hasBody } from './http-hooks.js';
 
 /**
  * The methods each known path takes, collected as routes are registered, so that a known path asked with

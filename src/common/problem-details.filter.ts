@@ -1,10 +1,10 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppConfig } from '../config/app-config';
-import { urlRedactorFor } from '../logging/redact-url';
-import { AppError } from './app-error';
-import { asDatabaseUnavailable, DatabaseUnavailable, describeFailure, requestKindOf } from './database-failure';
-import { PROBLEM_CONTENT_TYPE, toProblem } from './problem';
+import { AppConfig } from '../config/app-config.js';
+import { urlRedactorFor } from '../logging/redact-url.js';
+import { AppError } from './app-error.js';
+import { asDatabaseUnavailable, DatabaseUnavailable, describeFailure, requestKindOf } from './database-failure.js';
+import { PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
 
 /** The shape of an error we log: never the SQL text or parameters TypeORM attaches to its errors. */
 function loggable(error: unknown): Record<string, unknown> {

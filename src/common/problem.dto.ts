@@ -1,9 +1,9 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import type { ExampleObject, HeaderObject, ResponseObject } from '@nestjs/swagger';
-import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
-import { DATABASE_FAILURES } from './database-failure';
-import { PROBLEM_CONTENT_TYPE, problemTitle } from './problem';
+import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes.js';
+import { DATABASE_FAILURES } from './database-failure.js';
+import { PROBLEM_CONTENT_TYPE, problemTitle } from './problem.js';
 
 export class FieldErrorDto {
   @ApiProperty({ example: 'taxpayer.country', description: 'A body field by its JSON path, a header, or a query or path parameter' })

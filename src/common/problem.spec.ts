@@ -1,8 +1,8 @@
 import { NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import { Client } from 'pg';
-import { AppError } from './app-error';
-import { asDatabaseUnavailable, databaseFailureOf, describeFailure, isDatabaseUnavailable, requestKindOf } from './database-failure';
-import { toProblem } from './problem';
+import { AppError } from './app-error.js';
+import { asDatabaseUnavailable, databaseFailureOf, describeFailure, isDatabaseUnavailable, requestKindOf } from './database-failure.js';
+import { toProblem } from './problem.js';
 import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 
 describe('toProblem', () => {

@@ -1,8 +1,8 @@
 import { HttpException } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
-import { AppError } from './app-error';
-import { DATABASE_FAILURES, databaseFailureDetail, DatabaseUnavailable, RequestKind } from './database-failure';
-import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes';
+import { AppError } from './app-error.js';
+import { DATABASE_FAILURES, databaseFailureDetail, DatabaseUnavailable, RequestKind } from './database-failure.js';
+import { ERROR_STATUS, ErrorCode, FieldError } from './error-codes.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 export const RETRY_AFTER_DATABASE_SECONDS = '5';

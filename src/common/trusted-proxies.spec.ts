@@ -1,4 +1,4 @@
-import { TrustedProxies } from './trusted-proxies';
+import { TrustedProxies } from './trusted-proxies.js';
 
 describe('TrustedProxies', () => {
   it('trusts the listed addresses, ranges and named ranges, IPv4-mapped peers included', () => {

@@ -1,8 +1,8 @@
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ValidateIf } from 'class-validator';
-import { AppError } from './app-error';
-import { FieldError } from './error-codes';
-import { findUnstorable, MalformedBody } from './json-body-parser';
+import { AppError } from './app-error.js';
+import { FieldError } from './error-codes.js';
+import { findUnstorable, MalformedBody } from './json-body-parser.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

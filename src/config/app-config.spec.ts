@@ -1,4 +1,4 @@
-import { ConfigValidationError, loadConfig, parseRetrySchedule } from './app-config';
+import { ConfigValidationError, loadConfig, parseRetrySchedule } from './app-config.js';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {

@@ -18,8 +18,8 @@ import {
   ValidatorConstraint,
   ValidatorConstraintInterface,
 } from 'class-validator';
-import { TrustedProxies } from '../common/trusted-proxies';
-import { longestSeconds, parseIsoDuration, shortestSeconds } from './iso-duration';
+import { TrustedProxies } from '../common/trusted-proxies.js';
+import { longestSeconds, parseIsoDuration, shortestSeconds } from './iso-duration.js';
 
 const DELAY = String.raw`\d{1,6}[smhd]`;
 const RETRY_SCHEDULE_PATTERN = new RegExp(`^${DELAY}(,${DELAY}){0,19}$`);

@@ -1,5 +1,5 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { AppConfig } from './app-config';
+import { AppConfig } from './app-config.js';
 
 /** Makes the validated AppConfig injectable everywhere; the instance is built once by the caller. */
 @Global()

@@ -1,4 +1,4 @@
-import { longestSeconds, parseIsoDuration, shortestSeconds } from './iso-duration';
+import { longestSeconds, parseIsoDuration, shortestSeconds } from './iso-duration.js';
 
 describe('parseIsoDuration', () => {
   it.each([

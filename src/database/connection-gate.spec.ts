@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { createServer } from 'node:net';
 import type { Pool } from 'pg';
-import { DatabaseUnavailable } from '../common/database-failure';
-import { ConnectionGate } from './connection-gate';
+import { DatabaseUnavailable } from '../common/database-failure.js';
+import { ConnectionGate } from './connection-gate.js';
 
 /** A port on loopback where nothing listens: every connection attempt is refused. */
 async function closedPort(): Promise<number> {

@@ -1,6 +1,6 @@
 import { Logger, OnModuleDestroy } from '@nestjs/common';
 import { Client, ClientConfig, Pool, PoolClient } from 'pg';
-import { databaseFailureOf, DatabaseUnavailable, describeFailure } from '../common/database-failure';
+import { databaseFailureOf, DatabaseUnavailable, describeFailure } from '../common/database-failure.js';
 
 /** The first wait between two attempts to reach a database that did not answer, doubled up to the next. */
 const FIRST_RETRY_MS = 100;

@@ -1,4 +1,4 @@
-import { clientConfig, KEEPALIVE_INITIAL_DELAY_MS, listenerConfig, poolConfig } from './connection-options';
+import { clientConfig, KEEPALIVE_INITIAL_DELAY_MS, listenerConfig, poolConfig } from './connection-options.js';
 
 describe('connection options', () => {
   const settings = { url: 'postgres://u@127.0.0.1:5432/d', poolSize: 4, lifetimeSeconds: 600, timeouts: { statementMs: 5000, lockMs: 2000 } };

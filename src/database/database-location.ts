@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
-import { AppConfig } from '../config/app-config';
-import { startEmbeddedPostgres } from './embedded-postgres';
+import { AppConfig } from '../config/app-config.js';
+import { startEmbeddedPostgres } from './embedded-postgres.js';
 
 export interface DatabaseLocation {
   url: string;

@@ -1,13 +1,13 @@
 import { DynamicModule, Logger, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { describeFailure, isDatabaseUnavailable } from '../common/database-failure';
-import { AppConfig } from '../config/app-config';
-import { ConnectionGate } from './connection-gate';
-import { clientConfig } from './connection-options';
-import { runMigrations } from './migrations-runner';
-import { PoolStatistics } from './pool-statistics';
-import { buildDataSourceOptions, PoolOptions } from './typeorm-options';
+import { describeFailure, isDatabaseUnavailable } from '../common/database-failure.js';
+import { AppConfig } from '../config/app-config.js';
+import { ConnectionGate } from './connection-gate.js';
+import { clientConfig } from './connection-options.js';
+import { runMigrations } from './migrations-runner.js';
+import { PoolStatistics } from './pool-statistics.js';
+import { buildDataSourceOptions, PoolOptions } from './typeorm-options.js';
 
 /** The database's address: DATABASE_URL, or the embedded cluster's, resolved before the module is built. */
 export const DATABASE_URL = Symbol('DATABASE_URL');

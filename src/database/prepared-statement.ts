@@ -1,7 +1,7 @@
 import type { PoolClient, QueryResultRow } from 'pg';
 import { EntityManager, QueryRunner } from 'typeorm';
-import { asDatabaseUnavailable, DatabaseUnavailable } from '../common/database-failure';
-import { takeAfterCommit } from './after-commit';
+import { asDatabaseUnavailable, DatabaseUnavailable } from '../common/database-failure.js';
+import { takeAfterCommit } from './after-commit.js';
 
 /**
  * The values as pg will send them, with objects already JSON, as pg would make them: pg sends a named

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { ClusterFacts, DATA_DIRS_FILE, leftoverClustersNotice, listRootClusters, mayRemove, recordDataDir, removeRootCluster, stateOf } from './root-clusters';
+import { ClusterFacts, DATA_DIRS_FILE, leftoverClustersNotice, listRootClusters, mayRemove, recordDataDir, removeRootCluster, stateOf } from './root-clusters.js';
 
 /** A pid no process has any more: a child that has exited and been reaped. */
 const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid!;

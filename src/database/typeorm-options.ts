@@ -1,9 +1,10 @@
-import { join } from 'node:path';
 import pg from 'pg';
 import { DataSourceOptions } from 'typeorm';
-import { AfterCommitSubscriber } from './after-commit';
-import type { ConnectionGate } from './connection-gate';
-import { ConnectionSettings, poolConfig } from './connection-options';
+import { AfterCommitSubscriber } from './after-commit.js';
+import type { ConnectionGate } from './connection-gate.js';
+import { ConnectionSettings, poolConfig } from './connection-options.js';
+import { ENTITIES } from './entities.js';
+import { MIGRATIONS } from './migrations/index.js';
 
 /** What the data source needs beyond the address: the request pool's settings and, for metrics, a view of its pool. */
 export interface PoolOptions extends Omit<ConnectionSettings, 'url'> {
@@ -40,8 +41,8 @@ export function buildDataSourceOptions(url: string, pool?: PoolOptions): DataSou
   return {
     type: 'postgres',
     url,
-    entities: [join(__dirname, '..', '**', '*.entity.{ts,js}')],
-    migrations: [join(__dirname, 'migrations', '*.{ts,js}')],
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
     subscribers: [AfterCommitSubscriber],
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',

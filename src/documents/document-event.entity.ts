@@ -1,6 +1,6 @@
 import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
-import { DocumentEntity } from './document.entity';
-import type { DocumentStatus } from './lifecycle';
+import { DocumentEntity } from './document.entity.js';
+import type { DocumentStatus } from './lifecycle.js';
 
 export type DocumentEventType = 'document.created' | 'document.status_changed';
 

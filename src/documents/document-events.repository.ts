@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
-import { selectColumns } from '../database/entity-sql';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { PreparedStatement } from '../database/prepared-statement';
-import { DocumentEventEntity } from './document-event.entity';
+import { selectColumns } from '../database/entity-sql.js';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { PreparedStatement } from '../database/prepared-statement.js';
+import { DocumentEventEntity } from './document-event.entity.js';
 
 /** An event as the feed reads it: with the id of the transaction that wrote it. */
 export type FeedRow = DocumentEventEntity & { xid: string };

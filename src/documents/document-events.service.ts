@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { decodeCursor, encodeCursor } from '../common/cursor';
+import { decodeCursor, encodeCursor } from '../common/cursor.js';
 import { EntityManager } from 'typeorm';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { DocumentEventEntity, DocumentEventType } from './document-event.entity';
-import { DocumentEventsRepository, FeedRow } from './document-events.repository';
-import type { DocumentStatus } from './lifecycle';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { DocumentEventEntity, DocumentEventType } from './document-event.entity.js';
+import { DocumentEventsRepository, FeedRow } from './document-events.repository.js';
+import type { DocumentStatus } from './lifecycle.js';
 
 export interface DocumentEventView {
   id: string;

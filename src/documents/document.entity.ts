@@ -1,5 +1,5 @@
 import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Unique, UpdateDateColumn } from 'typeorm';
-import type { DocumentStatus } from './lifecycle';
+import type { DocumentStatus } from './lifecycle.js';
 
 export const DOCUMENT_TYPES = ['INVOICE', 'CREDIT_NOTE', 'RECEIPT', 'TAX_RETURN'] as const;
 export type DocumentType = (typeof DOCUMENT_TYPES)[number];

@@ -1,15 +1,15 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../auth/authenticated-key';
-import type { AuthenticatedKey } from '../auth/authenticated-key';
-import { ApiProblems } from '../common/problem.dto';
+import { CurrentKey } from '../auth/authenticated-key.js';
+import type { AuthenticatedKey } from '../auth/authenticated-key.js';
+import { ApiProblems } from '../common/problem.dto.js';
 import type { FastifyReply } from 'fastify';
 import { EntityManager } from 'typeorm';
-import { Idempotent, IdempotencyTransaction } from '../idempotency/idempotency.interceptor';
-import { DocumentsService } from './documents.service';
-import { CreateDocumentDto } from './dto/create-document.dto';
-import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto';
-import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
+import { Idempotent, IdempotencyTransaction } from '../idempotency/idempotency.interceptor.js';
+import { DocumentsService } from './documents.service.js';
+import { CreateDocumentDto } from './dto/create-document.dto.js';
+import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto.js';
+import { ListDocumentsQueryDto } from './dto/list-documents-query.dto.js';
 
 const DOCUMENT_ID = ApiParam({ name: 'id', description: "The document's id; anything that is not one of the source's documents is a 404", example: '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f' });
 const DOCUMENT_LINKS = {

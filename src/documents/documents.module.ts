@@ -1,19 +1,19 @@
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { BankEventEntity } from './bank-event.entity';
-import { DocumentEventEntity } from './document-event.entity';
-import { DocumentEntity } from './document.entity';
+import { BankEventEntity } from './bank-event.entity.js';
+import { DocumentEventEntity } from './document-event.entity.js';
+import { DocumentEntity } from './document.entity.js';
 import { Module } from '@nestjs/common';
-import { MetricsModule } from '../metrics/metrics.module';
-import { DocumentEventsRepository } from './document-events.repository';
-import { DocumentEventsService } from './document-events.service';
-import { DocumentsController } from './documents.controller';
-import { DocumentsRepository } from './documents.repository';
-import { DocumentsService } from './documents.service';
-import { EventsController } from './events.controller';
-import { FeedSignal } from './feed-signal';
-import { FeedTransactionCheck } from './feed-transaction-check';
-import { PaymentsRepository } from './payments.repository';
-import { PaymentsService } from './payments.service';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { DocumentEventsRepository } from './document-events.repository.js';
+import { DocumentEventsService } from './document-events.service.js';
+import { DocumentsController } from './documents.controller.js';
+import { DocumentsRepository } from './documents.repository.js';
+import { DocumentsService } from './documents.service.js';
+import { EventsController } from './events.controller.js';
+import { FeedSignal } from './feed-signal.js';
+import { FeedTransactionCheck } from './feed-transaction-check.js';
+import { PaymentsRepository } from './payments.repository.js';
+import { PaymentsService } from './payments.service.js';
 
 /**
  * Documents, their feed of events and their payments: the bank's payment status events are stored and

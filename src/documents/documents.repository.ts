@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository, SelectQueryBuilder } from 'typeorm';
-import { columnsOf, placeholders, selectColumns } from '../database/entity-sql';
-import { PreparedStatement, runTogether } from '../database/prepared-statement';
-import { DocumentEntity } from './document.entity';
-import type { DocumentStatus } from './lifecycle';
+import { columnsOf, placeholders, selectColumns } from '../database/entity-sql.js';
+import { PreparedStatement, runTogether } from '../database/prepared-statement.js';
+import { DocumentEntity } from './document.entity.js';
+import type { DocumentStatus } from './lifecycle.js';
 
 /** What a create writes; the database gives the rest (id, seq, status, payment, times). */
 const WRITTEN = [

@@ -1,22 +1,22 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { EntityManager } from 'typeorm';
-import { AuthenticatedKey } from '../auth/authenticated-key';
-import { AppError } from '../common/app-error';
-import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
-import { isUuid } from '../common/validation';
-import { afterCommit } from '../database/after-commit';
-import { MetricsService } from '../metrics/metrics.service';
-import { requestTraceParent } from '../telemetry/trace-context';
-import { DocumentEntity } from './document.entity';
-import { DocumentsRepository, NewDocument, ReferenceClaimRow, ReferenceHolder } from './documents.repository';
-import { CreateDocumentDto } from './dto/create-document.dto';
-import { DocumentPageDto, DocumentResponseDto, toDocumentResponse } from './dto/document-response.dto';
-import { ListDocumentsQueryDto } from './dto/list-documents-query.dto';
-import { FeedSignal } from './feed-signal';
-import { transition } from './lifecycle';
-import { PaymentsService } from './payments.service';
-import { bankEventTarget } from './reference-claims';
+import { AuthenticatedKey } from '../auth/authenticated-key.js';
+import { AppError } from '../common/app-error.js';
+import { decodeCursor, encodeCursor, pageOf } from '../common/cursor.js';
+import { isUuid } from '../common/validation.js';
+import { afterCommit } from '../database/after-commit.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { requestTraceParent } from '../telemetry/trace-context.js';
+import { DocumentEntity } from './document.entity.js';
+import { DocumentsRepository, NewDocument, ReferenceClaimRow, ReferenceHolder } from './documents.repository.js';
+import { CreateDocumentDto } from './dto/create-document.dto.js';
+import { DocumentPageDto, DocumentResponseDto, toDocumentResponse } from './dto/document-response.dto.js';
+import { ListDocumentsQueryDto } from './dto/list-documents-query.dto.js';
+import { FeedSignal } from './feed-signal.js';
+import { transition } from './lifecycle.js';
+import { PaymentsService } from './payments.service.js';
+import { bankEventTarget } from './reference-claims.js';
 
 const DEFAULT_PAGE_SIZE = 20;
 

@@ -1,11 +1,11 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../auth/authenticated-key';
-import type { AuthenticatedKey } from '../auth/authenticated-key';
-import { ApiProblems } from '../common/problem.dto';
-import { DocumentEventsService, EventPage } from './document-events.service';
-import { ListEventsQueryDto } from './dto/list-events-query.dto';
-import { DocumentEventDto } from './dto/document-event.dto';
+import { CurrentKey } from '../auth/authenticated-key.js';
+import type { AuthenticatedKey } from '../auth/authenticated-key.js';
+import { ApiProblems } from '../common/problem.dto.js';
+import { DocumentEventsService, EventPage } from './document-events.service.js';
+import { ListEventsQueryDto } from './dto/list-events-query.dto.js';
+import { DocumentEventDto } from './dto/document-event.dto.js';
 
 class EventPageDto {
   @ApiProperty({ type: [DocumentEventDto] }) data: DocumentEventDto[];

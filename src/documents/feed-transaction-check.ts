@@ -1,6 +1,6 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { describeFailure, isDatabaseUnavailable } from '../common/database-failure';
-import { DocumentEventsRepository } from './document-events.repository';
+import { describeFailure, isDatabaseUnavailable } from '../common/database-failure.js';
+import { DocumentEventsRepository } from './document-events.repository.js';
 
 export const RESTORE_GUIDE = 'docs/operations.md#backup-and-restore';
 

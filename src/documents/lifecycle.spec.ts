@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { DOCUMENT_STATUSES, DocumentStatus, isFinal, LIFECYCLE, LifecycleInput, PROVIDER_STATUSES, transition } from './lifecycle';
+import { DOCUMENT_STATUSES, DocumentStatus, isFinal, LIFECYCLE, LifecycleInput, PROVIDER_STATUSES, transition } from './lifecycle.js';
 
 /** How far along a document is; every allowed move goes strictly up. */
 const PROGRESS: Record<DocumentStatus, number> = { PENDING_PAYMENT: 0, PAYMENT_FAILED: 1, PAID: 2, CANCELLED: 3, REFUNDED: 3 };

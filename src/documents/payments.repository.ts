@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { PreparedStatement, transactionOf } from '../database/prepared-statement';
-import { BankEventEntity, BankEventOutcome, PAYMENT_STATUS_EVENT, ReceivedBankEvent } from './bank-event.entity';
-import { LOCK_PROVIDER_REFERENCE } from './documents.repository';
-import { LIFECYCLE, providerStatusOf } from './lifecycle';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { PreparedStatement, transactionOf } from '../database/prepared-statement.js';
+import { BankEventEntity, BankEventOutcome, PAYMENT_STATUS_EVENT, ReceivedBankEvent } from './bank-event.entity.js';
+import { LOCK_PROVIDER_REFERENCE } from './documents.repository.js';
+import { LIFECYCLE, providerStatusOf } from './lifecycle.js';
 
 /** A bank event as administrators list it: a duplicate shows the fields of the event as first received. */
 export type BankEventRow = Pick<ReceivedBankEvent, 'id' | 'eventId' | 'eventType' | 'status' | 'providerReference' | 'outcome' | 'documentId' | 'receivedAt'>;

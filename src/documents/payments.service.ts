@@ -1,19 +1,19 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { AppError } from '../common/app-error';
-import { decodeCursor, encodeCursor, pageOf } from '../common/cursor';
-import { isUuid } from '../common/validation';
+import { AppError } from '../common/app-error.js';
+import { decodeCursor, encodeCursor, pageOf } from '../common/cursor.js';
+import { isUuid } from '../common/validation.js';
 import { EntityManager } from 'typeorm';
-import { afterCommit } from '../database/after-commit';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { MetricsService } from '../metrics/metrics.service';
-import { annotateRequest, ATTR_BANK_EVENT_OUTCOME, linkRequestTo, requestTraceParent } from '../telemetry/trace-context';
-import { BankEventOutcome } from './bank-event.entity';
-import { DocumentEntity } from './document.entity';
-import { DocumentsRepository } from './documents.repository';
-import { FeedSignal } from './feed-signal';
-import { providerStatusOf, transition } from './lifecycle';
-import { BankEventRow, PaymentsRepository, ReceivedDelivery, WaitingEvent } from './payments.repository';
+import { afterCommit } from '../database/after-commit.js';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { annotateRequest, ATTR_BANK_EVENT_OUTCOME, linkRequestTo, requestTraceParent } from '../telemetry/trace-context.js';
+import { BankEventOutcome } from './bank-event.entity.js';
+import { DocumentEntity } from './document.entity.js';
+import { DocumentsRepository } from './documents.repository.js';
+import { FeedSignal } from './feed-signal.js';
+import { providerStatusOf, transition } from './lifecycle.js';
+import { BankEventRow, PaymentsRepository, ReceivedDelivery, WaitingEvent } from './payments.repository.js';
 
 export interface BankEventView extends Omit<BankEventRow, 'id' | 'receivedAt'> {
   receivedAt: string;

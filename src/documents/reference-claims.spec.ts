@@ -1,4 +1,4 @@
-import { bankEventTarget } from './reference-claims';
+import { bankEventTarget } from './reference-claims.js';
 
 describe('bankEventTarget', () => {
   const claim = (id: string, established = false) => ({ id, established });

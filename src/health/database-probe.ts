@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Client } from 'pg';
-import { ConnectionGate } from '../database/connection-gate';
-import { clientConfig } from '../database/connection-options';
-import { DATABASE_URL } from '../database/database.module';
+import { ConnectionGate } from '../database/connection-gate.js';
+import { clientConfig } from '../database/connection-options.js';
+import { DATABASE_URL } from '../database/database.module.js';
 
 const PROBE_TIMEOUT_MS = 2000;
 

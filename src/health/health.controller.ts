@@ -1,7 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiProblems } from '../common/problem.dto';
-import { Readiness } from './readiness';
+import { ApiProblems } from '../common/problem.dto.js';
+import { Readiness } from './readiness.js';
 
 const INDICATOR = { type: 'object', additionalProperties: { type: 'object', required: ['status'], properties: { status: { type: 'string', example: 'up' } } } };
 

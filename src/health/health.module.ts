@@ -1,10 +1,10 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { Gauge } from 'prom-client';
-import { MetricsModule } from '../metrics/metrics.module';
-import { MetricsService } from '../metrics/metrics.service';
-import { DatabaseProbe } from './database-probe';
-import { HealthController } from './health.controller';
-import { Readiness } from './readiness';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { DatabaseProbe } from './database-probe.js';
+import { HealthController } from './health.controller.js';
+import { Readiness } from './readiness.js';
 
 @Module({ imports: [MetricsModule], controllers: [HealthController], providers: [DatabaseProbe, Readiness], exports: [Readiness] })
 export class HealthModule implements OnModuleInit {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '../common/app-error';
-import { asDatabaseUnavailable, DatabaseUnavailable } from '../common/database-failure';
-import { DatabaseProbe } from './database-probe';
+import { AppError } from '../common/app-error.js';
+import { asDatabaseUnavailable, DatabaseUnavailable } from '../common/database-failure.js';
+import { DatabaseProbe } from './database-probe.js';
 
 /**
  * Whether this instance should get traffic: not while it drains (from SIGTERM on, README "Operations"), and not

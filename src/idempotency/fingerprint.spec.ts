@@ -1,4 +1,4 @@
-import { canonicalJson, requestFingerprint } from './fingerprint';
+import { canonicalJson, requestFingerprint } from './fingerprint.js';
 
 const fp = (body: unknown, method = 'POST', path = '/api/v1/documents') => requestFingerprint(method, path, body);
 

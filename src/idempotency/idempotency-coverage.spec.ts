@@ -1,9 +1,9 @@
 import { Controller, Get, Post, Type } from '@nestjs/common';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import { IdempotencyCoverage } from './idempotency-coverage';
-import { Idempotent } from './idempotency.interceptor';
-import { IdempotencyService } from './idempotency.service';
+import { IdempotencyCoverage } from './idempotency-coverage.js';
+import { Idempotent } from './idempotency.interceptor.js';
+import { IdempotencyService } from './idempotency.service.js';
 
 @Controller('api/v1/things')
 class ThingsController {

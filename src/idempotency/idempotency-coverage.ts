@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard';
-import { IDEMPOTENT_ROUTE } from './idempotency.interceptor';
+import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard.js';
+import { IDEMPOTENT_ROUTE } from './idempotency.interceptor.js';
 
 /**
  * The README makes every POST under /api/v1 idempotent. The interceptor is put on each such route

@@ -3,11 +3,11 @@ import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { EntityManager } from 'typeorm';
-import { AppError } from '../common/app-error';
-import { PROBLEM_CONTENT_TYPE } from '../common/problem';
-import { annotateRequest, ATTR_IDEMPOTENCY_OUTCOME, IdempotencyOutcome } from '../telemetry/trace-context';
-import { requestFingerprint } from './fingerprint';
-import { Answer, IdempotencyService, IdempotentCall } from './idempotency.service';
+import { AppError } from '../common/app-error.js';
+import { PROBLEM_CONTENT_TYPE } from '../common/problem.js';
+import { annotateRequest, ATTR_IDEMPOTENCY_OUTCOME, IdempotencyOutcome } from '../telemetry/trace-context.js';
+import { requestFingerprint } from './fingerprint.js';
+import { Answer, IdempotencyService, IdempotentCall } from './idempotency.service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,9 +1,9 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { IdempotencyRecordEntity } from './idempotency-record.entity';
-import { IdempotencyInterceptor } from './idempotency.interceptor';
-import { IdempotencyRepository } from './idempotency.repository';
-import { IdempotencyService } from './idempotency.service';
+import { IdempotencyRecordEntity } from './idempotency-record.entity.js';
+import { IdempotencyInterceptor } from './idempotency.interceptor.js';
+import { IdempotencyRepository } from './idempotency.repository.js';
+import { IdempotencyService } from './idempotency.service.js';
 
 /** Global so that the controllers marked @Idempotent() get the interceptor and its service wherever they live. */
 @Global()

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, QueryRunner, Repository } from 'typeorm';
-import { columnsOf, placeholders } from '../database/entity-sql';
-import { PreparedStatement, runAndCommit } from '../database/prepared-statement';
-import { IdempotencyRecordEntity } from './idempotency-record.entity';
+import { columnsOf, placeholders } from '../database/entity-sql.js';
+import { PreparedStatement, runAndCommit } from '../database/prepared-statement.js';
+import { IdempotencyRecordEntity } from './idempotency-record.entity.js';
 
 /** What a request stores as its answer; the database gives the times. */
 const STORED = ['idempotencyKey', 'source', 'fingerprint', 'responseStatus', 'responseBody', 'responseLocation'] as const satisfies readonly (keyof IdempotencyRecordEntity)[];

@@ -1,9 +1,10 @@
+import { jest } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
-import { AppError } from '../common/app-error';
-import { AppConfig } from '../config/app-config';
-import { ClaimFinding, IdempotencyRepository } from './idempotency.repository';
-import { IdempotentCall, IdempotencyService } from './idempotency.service';
+import { AppError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { ClaimFinding, IdempotencyRepository } from './idempotency.repository.js';
+import { IdempotentCall, IdempotencyService } from './idempotency.service.js';
 
 const CALL: IdempotentCall = { source: 'acme-erp', key: 'order-0001', fingerprint: 'f1', instance: '/api/v1/documents', requestId: 'r1' };
 const RECORD = { fingerprint: 'f1', responseStatus: 201, responseBody: '{"id":"d1"}', responseLocation: '/api/v1/documents/d1' };
@@ -35,7 +36,7 @@ function fakeRunner() {
 /** The service as Nest builds it, over a repository that answers as told and a data source whose query runner records what it is asked. */
 async function serviceWith(finding: ClaimFinding, storeAndCommit?: jest.Mock) {
   const runner = fakeRunner();
-  const claim = jest.fn().mockResolvedValue(finding);
+  const claim = jest.fn<() => Promise<ClaimFinding>>().mockResolvedValue(finding);
   // The repository stores the answer as the transaction's last statement and commits it.
   storeAndCommit ??= jest.fn(async () => runner.commitTransaction());
   const moduleRef = await Test.createTestingModule({
@@ -90,7 +91,7 @@ describe('IdempotencyService', () => {
   });
 
   it('rolls back and releases when the answer cannot be stored, and when the route is abandoned', async () => {
-    const failing = await serviceWith({ held: true, record: null }, jest.fn().mockRejectedValue(new Error('connection lost')));
+    const failing = await serviceWith({ held: true, record: null }, jest.fn<() => Promise<void>>().mockRejectedValue(new Error('connection lost')));
     const begun = await failing.service.begin(CALL);
     if (begun.kind !== 'claimed') throw new Error('not claimed');
     await expect(failing.service.finish(begun.claim, CALL, { status: 201, body: '{}', location: null })).rejects.toThrow('connection lost');

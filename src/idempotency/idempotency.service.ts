@@ -2,13 +2,13 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { AppError } from '../common/app-error';
-import { describeFailure } from '../common/database-failure';
-import { ErrorCode } from '../common/error-codes';
-import { toProblem } from '../common/problem';
-import { AppConfig } from '../config/app-config';
-import { urlRedactorFor } from '../logging/redact-url';
-import { ClaimFinding, IdempotencyRepository } from './idempotency.repository';
+import { AppError } from '../common/app-error.js';
+import { describeFailure } from '../common/database-failure.js';
+import { ErrorCode } from '../common/error-codes.js';
+import { toProblem } from '../common/problem.js';
+import { AppConfig } from '../config/app-config.js';
+import { urlRedactorFor } from '../logging/redact-url.js';
+import { ClaimFinding, IdempotencyRepository } from './idempotency.repository.js';
 
 export const IDEMPOTENCY_PURGE_JOB = 'idempotency-purge';
 

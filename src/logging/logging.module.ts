@@ -1,10 +1,9 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { LoggerModule } from 'nestjs-pino';
-import type { DestinationStream, Level, Logger, LoggerOptions as Options } from 'pino';
-import { AppConfig } from '../config/app-config';
-import { AppLogger } from './app-logger';
-import { urlRedactorFor } from './redact-url';
+import pino, { type DestinationStream, type Level, type Logger, type LoggerOptions as Options } from 'pino';
+import { AppConfig } from '../config/app-config.js';
+import { AppLogger, PINO_LOGGER } from './app-logger.js';
+import { urlRedactorFor } from './redact-url.js';
 
 /** Headers that carry secrets; they are censored even if the serializers below are ever loosened. */
 export const REDACTED_PATHS = [
@@ -35,7 +34,7 @@ const levelOf = (status: number): Level => (status >= 500 && status !== 503 ? 'e
 
 /**
  * One line per answered request, written after the answer and only when its level is enabled. This
- * replaces nestjs-pino's pino-http middleware, which built a child logger (serialising the request)
+ * takes the place of a pino-http middleware, which would build a child logger (serialising the request)
  * and an AsyncLocalStorage scope for every request, logged or not. Lines written while handling a
  * request name its requestId themselves.
  */
@@ -57,10 +56,8 @@ export class LoggingModule {
     const options = pinoOptions(config);
     return {
       module: LoggingModule,
-      // No routes: nestjs-pino's request middleware is replaced by registerRequestLog.
-      imports: [LoggerModule.forRoot({ pinoHttp: destination ? [options, destination] : options, forRoutes: [] })],
-      providers: [AppLogger],
-      exports: [AppLogger],
+      providers: [{ provide: PINO_LOGGER, useValue: destination ? pino(options, destination) : pino(options) }, AppLogger],
+      exports: [PINO_LOGGER, AppLogger],
     };
   }
 }

@@ -1,4 +1,4 @@
-import { urlRedactor } from './redact-url';
+import { urlRedactor } from './redact-url.js';
 
 const ADMIN = 'correct horse battery staple';
 const redactUrl = urlRedactor([ADMIN, 'metrics-token-42']);

@@ -1,4 +1,4 @@
-import type { AppConfig } from '../config/app-config';
+import type { AppConfig } from '../config/app-config.js';
 
 /** Parameters whose values are secrets by their name. */
 const SECRET_NAME = /key|token|secret|signature|password|passwd|auth|session|code|credential/i;

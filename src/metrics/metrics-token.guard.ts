@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { tokensMatch } from '../common/constant-time';
-import { AppError } from '../common/app-error';
-import { AppConfig } from '../config/app-config';
+import { tokensMatch } from '../common/constant-time.js';
+import { AppError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
 
 /**
  * `/metrics` with METRICS_TOKEN set needs `Authorization: Bearer <METRICS_TOKEN>`: route names,

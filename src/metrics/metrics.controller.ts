@@ -1,7 +1,7 @@
 import { Controller, Get, Header, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { MetricsTokenGuard } from './metrics-token.guard';
-import { MetricsService } from './metrics.service';
+import { MetricsTokenGuard } from './metrics-token.guard.js';
+import { MetricsService } from './metrics.service.js';
 
 @ApiExcludeController()
 @UseGuards(MetricsTokenGuard)

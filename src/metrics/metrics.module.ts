@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { MetricsController } from './metrics.controller';
-import { MetricsService } from './metrics.service';
+import { MetricsController } from './metrics.controller.js';
+import { MetricsService } from './metrics.service.js';
 
 @Module({ controllers: [MetricsController], providers: [MetricsService], exports: [MetricsService] })
 export class MetricsModule {}

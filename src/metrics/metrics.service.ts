@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { PoolStatistics } from '../database/pool-statistics';
+import { PoolStatistics } from '../database/pool-statistics.js';
 
 /** One registry per application instance, so two instances in one process never share counters. */
 @Injectable()

@@ -1,4 +1,4 @@
-import { IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service';
+import { IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service.js';
 
 export const API_KEY_SCHEME = 'apiKey';
 export const ADMIN_TOKEN_SCHEME = 'adminToken';

@@ -1,12 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { OperationObject, ParameterObject, PathItemObject, ReferenceObject, ResponseObject, SchemaObject } from '@nestjs/swagger';
-import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard';
-import { ErrorCode } from '../common/error-codes';
-import { byStatus, ProblemContext, problemCodesOf, ProblemDto, problemResponse } from '../common/problem.dto';
-import { IDEMPOTENCY_KEY_LENGTH, IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service';
-import { SESSION_COOKIE } from '../admin/admin-session';
-import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME, API_DESCRIPTION, API_KEY_SCHEME, API_TAGS } from './api-description';
+import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard.js';
+import { ErrorCode } from '../common/error-codes.js';
+import { byStatus, ProblemContext, problemCodesOf, ProblemDto, problemResponse } from '../common/problem.dto.js';
+import { IDEMPOTENCY_KEY_LENGTH, IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service.js';
+import { SESSION_COOKIE } from '../admin/admin-session.js';
+import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME, API_DESCRIPTION, API_KEY_SCHEME, API_TAGS } from './api-description.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 const METHODS_WITH_BODY: ReadonlySet<string> = new Set(['post', 'put', 'patch']);

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { PreparedStatement } from '../database/prepared-statement';
-import { DocumentEventEntity } from '../documents/document-event.entity';
-import type { OutboundDeliveryAttemptEntity } from './outbound-delivery-attempt.entity';
-import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity';
-import { WebhookEndpointEntity } from './webhook-endpoint.entity';
+import { PreparedStatement } from '../database/prepared-statement.js';
+import { DocumentEventEntity } from '../documents/document-event.entity.js';
+import type { OutboundDeliveryAttemptEntity } from './outbound-delivery-attempt.entity.js';
+import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity.js';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity.js';
 
 /**
  * Leases up to $1 deliveries due for at least $7 seconds, oldest first, for $2 seconds, to instance $4: per

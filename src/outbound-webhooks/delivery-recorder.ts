@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { describeFailure } from '../common/database-failure';
-import { AttemptRecord, DeliveryClaimsRepository } from './delivery-claims.repository';
-import type { AttemptResult } from './delivery-sender';
-import type { AttemptOutcome } from './outbound-metrics';
+import { describeFailure } from '../common/database-failure.js';
+import { AttemptRecord, DeliveryClaimsRepository } from './delivery-claims.repository.js';
+import type { AttemptResult } from './delivery-sender.js';
+import type { AttemptOutcome } from './outbound-metrics.js';
 
 export interface RecordedAttempt {
   deliveryId: string;

@@ -1,6 +1,6 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { DeliverySender } from './delivery-sender';
+import { DeliverySender } from './delivery-sender.js';
 
 describe('DeliverySender', () => {
   let server: Server;

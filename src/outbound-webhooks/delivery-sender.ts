@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import { isIP, LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
-import { isPublicAddress } from './public-address';
+import { isPublicAddress } from './public-address.js';
 
 /** Why an attempt failed, recorded with it; null for an answer that arrived (its status says the rest). */
 export type AttemptError = 'timeout' | 'blocked_address' | 'dns_failure' | 'connection_failed' | 'tls_failure' | 'redirect' | 'http_error' | 'shutdown';

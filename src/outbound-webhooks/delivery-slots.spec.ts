@@ -1,4 +1,5 @@
-import { DeliverySlots, Slotted } from './delivery-slots';
+import { jest } from '@jest/globals';
+import { DeliverySlots, Slotted } from './delivery-slots.js';
 
 const LIMITS = { total: 4, perEndpoint: 2, ahead: 2, latestStartMs: 10_000 };
 let next = 0;

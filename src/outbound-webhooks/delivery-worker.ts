@@ -1,20 +1,20 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { describeFailure } from '../common/database-failure';
-import { AppConfig, parseRetrySchedule } from '../config/app-config';
-import { DATABASE_URL } from '../database/database.module';
-import { Listener } from '../database/listener';
-import { DocumentEventsService } from '../documents/document-events.service';
-import { FeedSignal } from '../documents/feed-signal';
-import { inLinkedSpan, outsideTrace } from '../telemetry/trace-context';
-import { ClaimedDelivery, DeliveryClaimsRepository } from './delivery-claims.repository';
-import { DeliveryRecorder, RecordedAttempt } from './delivery-recorder';
-import { AttemptResult, DeliverySender } from './delivery-sender';
-import { DeliverySlots } from './delivery-slots';
-import { EventLoopLoad } from './event-loop-load';
-import { AttemptOutcome, OutboundMetrics } from './outbound-metrics';
-import { signedHeaders } from './signing';
+import { describeFailure } from '../common/database-failure.js';
+import { AppConfig, parseRetrySchedule } from '../config/app-config.js';
+import { DATABASE_URL } from '../database/database.module.js';
+import { Listener } from '../database/listener.js';
+import { DocumentEventsService } from '../documents/document-events.service.js';
+import { FeedSignal } from '../documents/feed-signal.js';
+import { inLinkedSpan, outsideTrace } from '../telemetry/trace-context.js';
+import { ClaimedDelivery, DeliveryClaimsRepository } from './delivery-claims.repository.js';
+import { DeliveryRecorder, RecordedAttempt } from './delivery-recorder.js';
+import { AttemptResult, DeliverySender } from './delivery-sender.js';
+import { DeliverySlots } from './delivery-slots.js';
+import { EventLoopLoad } from './event-loop-load.js';
+import { AttemptOutcome, OutboundMetrics } from './outbound-metrics.js';
+import { signedHeaders } from './signing.js';
 
 /** Where a process that made deliveries due tells every instance's worker (a NOTIFY, see announce). */
 export const DELIVERIES_CHANNEL = 'outbound_deliveries';

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { AppError } from '../common/app-error';
-import { isPublicAddress } from './public-address';
+import { AppError } from '../common/app-error.js';
+import { isPublicAddress } from './public-address.js';
 
 export const MAX_URL_LENGTH = 2048;
 

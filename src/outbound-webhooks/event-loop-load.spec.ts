@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventLoopLoad } from './event-loop-load';
+import { EventLoopLoad } from './event-loop-load.js';
 
 /** Keeps the event loop running code for `ms`, as a burst of requests would. */
 function spin(ms: number): void {

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Brackets, EntityManager, FindOptionsWhere, LessThan, Not, Repository } from 'typeorm';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { OutboundDeliveryAttemptEntity } from './outbound-delivery-attempt.entity';
-import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { OutboundDeliveryAttemptEntity } from './outbound-delivery-attempt.entity.js';
+import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity.js';
 
 /**
  * Retention: of the $3 deliveries after id $1, the finished ones (succeeded or failed) whose last attempt

@@ -1,16 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '../common/app-error';
-import { decodeCursor, encodeCursor, isBigintPosition, pageOf } from '../common/cursor';
+import { AppError } from '../common/app-error.js';
+import { decodeCursor, encodeCursor, isBigintPosition, pageOf } from '../common/cursor.js';
 import { EntityManager, In } from 'typeorm';
-import { afterCommit } from '../database/after-commit';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { DocumentEventsService } from '../documents/document-events.service';
-import { DeliveryWorker } from './delivery-worker';
-import { AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
-import { OutboundDeliveriesRepository } from './outbound-deliveries.repository';
-import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity';
-import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
-import { WebhookEndpointsService } from './webhook-endpoints.service';
+import { afterCommit } from '../database/after-commit.js';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { DocumentEventsService } from '../documents/document-events.service.js';
+import { DeliveryWorker } from './delivery-worker.js';
+import { AdminDeliveryDto, DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto.js';
+import { OutboundDeliveriesRepository } from './outbound-deliveries.repository.js';
+import { DeliveryStatus, OutboundDeliveryEntity } from './outbound-delivery.entity.js';
+import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
+import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 
 @Injectable()
 export class OutboundDeliveriesService {

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
-import { OutboundDeliveryEntity } from './outbound-delivery.entity';
+import { OutboundDeliveryEntity } from './outbound-delivery.entity.js';
 
 /** Every attempt, kept for the delivery log: never the response body beyond a short excerpt. */
 @Entity('outbound_delivery_attempts')

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { MetricsService } from '../metrics/metrics.service';
-import { DeliveryClaimsRepository } from './delivery-claims.repository';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { DeliveryClaimsRepository } from './delivery-claims.repository.js';
 
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'gone';
 

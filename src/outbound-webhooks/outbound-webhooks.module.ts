@@ -1,19 +1,19 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DocumentsModule } from '../documents/documents.module';
-import { MetricsModule } from '../metrics/metrics.module';
-import { DeliveryClaimsRepository } from './delivery-claims.repository';
-import { DeliveryWorker } from './delivery-worker';
-import { EventLoopLoad } from './event-loop-load';
-import { OutboundDeliveriesRepository } from './outbound-deliveries.repository';
-import { OutboundDeliveriesService } from './outbound-deliveries.service';
-import { OutboundMetrics } from './outbound-metrics';
-import { OutboundDeliveryAttemptEntity } from './outbound-delivery-attempt.entity';
-import { OutboundDeliveryEntity } from './outbound-delivery.entity';
-import { WebhookEndpointEntity } from './webhook-endpoint.entity';
-import { WebhookEndpointsController } from './webhook-endpoints.controller';
-import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
-import { WebhookEndpointsService } from './webhook-endpoints.service';
+import { DocumentsModule } from '../documents/documents.module.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { DeliveryClaimsRepository } from './delivery-claims.repository.js';
+import { DeliveryWorker } from './delivery-worker.js';
+import { EventLoopLoad } from './event-loop-load.js';
+import { OutboundDeliveriesRepository } from './outbound-deliveries.repository.js';
+import { OutboundDeliveriesService } from './outbound-deliveries.service.js';
+import { OutboundMetrics } from './outbound-metrics.js';
+import { OutboundDeliveryAttemptEntity } from './outbound-delivery-attempt.entity.js';
+import { OutboundDeliveryEntity } from './outbound-delivery.entity.js';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity.js';
+import { WebhookEndpointsController } from './webhook-endpoints.controller.js';
+import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
+import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 
 /** Push notifications: client endpoints, and the engine that delivers the feed's events to them. */
 @Module({

@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { generateSecret, signedHeaders } from './signing';
+import { generateSecret, signedHeaders } from './signing.js';
 
 describe('Standard Webhooks signing', () => {
   const body = JSON.stringify({ type: 'document.created', timestamp: '2026-11-22T10:15:30.123Z', data: { id: '42' } });

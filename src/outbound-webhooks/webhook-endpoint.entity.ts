@@ -1,5 +1,5 @@
 import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn, VirtualColumn } from 'typeorm';
-import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql';
+import { MICROSECONDS_OF_CREATED_AT } from '../database/entity-sql.js';
 
 export const OUTBOUND_EVENT_TYPES = ['document.created', 'document.status_changed'] as const;
 export type OutboundEventType = (typeof OUTBOUND_EVENT_TYPES)[number];

@@ -1,20 +1,20 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../auth/authenticated-key';
-import type { AuthenticatedKey } from '../auth/authenticated-key';
-import { ApiProblems } from '../common/problem.dto';
+import { CurrentKey } from '../auth/authenticated-key.js';
+import type { AuthenticatedKey } from '../auth/authenticated-key.js';
+import { ApiProblems } from '../common/problem.dto.js';
 import { EntityManager } from 'typeorm';
-import { Idempotent, IdempotencyTransaction } from '../idempotency/idempotency.interceptor';
-import { DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto';
+import { Idempotent, IdempotencyTransaction } from '../idempotency/idempotency.interceptor.js';
+import { DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto.js';
 import {
   CreateWebhookEndpointDto,
   UpdateWebhookEndpointDto,
   WebhookEndpointListDto,
   WebhookEndpointResponseDto,
   WebhookEndpointWithSecretDto,
-} from './dto/webhook-endpoint.dto';
-import { OutboundDeliveriesService } from './outbound-deliveries.service';
-import { WebhookEndpointsService } from './webhook-endpoints.service';
+} from './dto/webhook-endpoint.dto.js';
+import { OutboundDeliveriesService } from './outbound-deliveries.service.js';
+import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 
 const ENDPOINT_ID = ApiParam({ name: 'id', description: "The endpoint's id; anything that is not one of the source's endpoints is a 404", example: '5b6f91e1-4851-4c2a-a64f-76f5a71520ae' });
 const DELIVERY_ID = ApiParam({ name: 'deliveryId', description: "The delivery's id, from the delivery log", example: '1017' });

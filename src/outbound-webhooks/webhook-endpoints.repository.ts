@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, FindOptionsWhere, Repository } from 'typeorm';
-import { WebhookEndpointEntity } from './webhook-endpoint.entity';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity.js';
 
 export type NewEndpoint = Pick<WebhookEndpointEntity, 'source' | 'url' | 'description' | 'eventTypes' | 'secret'>;
 

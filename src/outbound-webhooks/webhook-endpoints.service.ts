@@ -1,18 +1,18 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { AppError } from '../common/app-error';
-import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor';
-import { isUuid } from '../common/validation';
-import { AppConfig } from '../config/app-config';
+import { AppError } from '../common/app-error.js';
+import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor.js';
+import { isUuid } from '../common/validation.js';
+import { AppConfig } from '../config/app-config.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { afterCommit } from '../database/after-commit';
-import { DeliveryWorker } from './delivery-worker';
-import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto';
-import { checkEndpointUrl } from './endpoint-url';
-import { generateSecret } from './signing';
-import { OutboundDeliveriesRepository } from './outbound-deliveries.repository';
-import { OUTBOUND_EVENT_TYPES, WebhookEndpointEntity } from './webhook-endpoint.entity';
-import { EndpointChange, WebhookEndpointsRepository } from './webhook-endpoints.repository';
+import { afterCommit } from '../database/after-commit.js';
+import { DeliveryWorker } from './delivery-worker.js';
+import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto.js';
+import { checkEndpointUrl } from './endpoint-url.js';
+import { generateSecret } from './signing.js';
+import { OutboundDeliveriesRepository } from './outbound-deliveries.repository.js';
+import { OUTBOUND_EVENT_TYPES, WebhookEndpointEntity } from './webhook-endpoint.entity.js';
+import { EndpointChange, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 
 export const MAX_ENDPOINTS_PER_SOURCE = 10;
 

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { AdminModule } from '../admin/admin.module';
-import { DocumentsModule } from '../documents/documents.module';
-import { MetricsModule } from '../metrics/metrics.module';
-import { OutboundWebhooksModule } from '../outbound-webhooks/outbound-webhooks.module';
-import { RetentionRepository } from './retention.repository';
-import { RetentionService } from './retention.service';
+import { AdminModule } from '../admin/admin.module.js';
+import { DocumentsModule } from '../documents/documents.module.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { OutboundWebhooksModule } from '../outbound-webhooks/outbound-webhooks.module.js';
+import { RetentionRepository } from './retention.repository.js';
+import { RetentionService } from './retention.service.js';
 
 /** Retention (docs/operations.md, "Retention"): the periodic purge of what only grows; each module keeps its own statement. */
 @Module({

@@ -1,16 +1,16 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { AuditLogService } from '../admin/audit-log.service';
-import { describeFailure } from '../common/database-failure';
-import { AppConfig } from '../config/app-config';
+import { AuditLogService } from '../admin/audit-log.service.js';
+import { describeFailure } from '../common/database-failure.js';
+import { AppConfig } from '../config/app-config.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { PurgeBatch, PurgeRange } from '../database/purge-batch';
-import { DocumentEventsService } from '../documents/document-events.service';
-import { PaymentsService } from '../documents/payments.service';
-import { MetricsService } from '../metrics/metrics.service';
-import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service';
-import { RetentionRepository } from './retention.repository';
+import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
+import { DocumentEventsService } from '../documents/document-events.service.js';
+import { PaymentsService } from '../documents/payments.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service.js';
+import { RetentionRepository } from './retention.repository.js';
 
 /** Rows per batch: each batch is one short transaction, so row locks last a batch's time only. */
 export const RETENTION_BATCH = 5000;

@@ -1,5 +1,5 @@
-import { AppConfig } from '../config/app-config';
-import { SecretSource, StartupSecrets } from './generated-secrets';
+import { AppConfig } from '../config/app-config.js';
+import { SecretSource, StartupSecrets } from './generated-secrets.js';
 
 // "generated" only on the start that made the file: on every later one the value is the same as before.
 const describe = (source: SecretSource) =>

@@ -1,9 +1,9 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../config/app-config';
-import { resolveStartupSecrets } from './generated-secrets';
-import { startupBanner } from './banner';
+import { loadConfig } from '../config/app-config.js';
+import { resolveStartupSecrets } from './generated-secrets.js';
+import { startupBanner } from './banner.js';
 
 describe('secrets on start-up', () => {
   let dataDir: string;

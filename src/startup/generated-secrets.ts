@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { AppConfig } from '../config/app-config';
+import { AppConfig } from '../config/app-config.js';
 
 /**
  * Where a secret came from: the environment, or a file under DATA_DIR, which this start either

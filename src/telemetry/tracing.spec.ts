@@ -1,9 +1,9 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { tracing } from '@opentelemetry/sdk-node';
-import { redactedSpan } from './redacting-exporter';
-import { untracedPath } from './trace-context';
-import { tracingRequested } from './tracing';
-import { otlpProtocol, TracingConfigError } from './tracing-config';
+import { redactedSpan } from './redacting-exporter.js';
+import { untracedPath } from './trace-context.js';
+import { tracingRequested } from './tracing.js';
+import { otlpProtocol, TracingConfigError } from './tracing-config.js';
 
 describe('tracingRequested', () => {
   it('is on with an OTLP endpoint for all signals or for traces, unless the SDK is disabled', () => {

@@ -15,12 +15,11 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
  * Starts the SDK when `tracingRequested`. Must run before Fastify, pg, pino and undici are first required:
  * the instrumentations hook `require`, so `src/instrument.ts` is the first import of `main.ts`.
  */
-export function startTracing(env: NodeJS.ProcessEnv = process.env): boolean {
+export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
   if (!tracingRequested(env)) return false;
-  // A require rather than an import, so that the SDK is not even loaded when tracing is off.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { startSdk } = require('./tracing-sdk') as typeof import('./tracing-sdk');
-  stop = startSdk(env);
+  // Imported only now, so that the SDK is not even loaded when tracing is off.
+  const { startSdk } = await import('./tracing-sdk.js');
+  stop = await startSdk(env);
   return true;
 }
 

@@ -1,11 +1,11 @@
 import { createParamDecorator, ExecutionContext, Injectable, Logger, OnModuleInit, PipeTransform } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../common/app-error';
-import { mediaTypeRefusal } from '../common/http-hooks';
-import { unstorableText } from '../common/json-body-parser';
-import { FieldError } from '../common/error-codes';
-import { AppConfig } from '../config/app-config';
-import { SignatureVerdict, SignedRequest, verifyWebhookSignature } from './webhook-signature';
+import { AppError } from '../common/app-error.js';
+import { mediaTypeRefusal } from '../common/http-hooks.js';
+import { unstorableText } from '../common/json-body-parser.js';
+import { FieldError } from '../common/error-codes.js';
+import { AppConfig } from '../config/app-config.js';
+import { SignatureVerdict, SignedRequest, verifyWebhookSignature } from './webhook-signature.js';
 
 export interface PaymentStatusPayload {
   eventId: string;

@@ -1,4 +1,4 @@
-import { signWebhook, verifyWebhookSignature } from './webhook-signature';
+import { signWebhook, verifyWebhookSignature } from './webhook-signature.js';
 
 const SECRET = 'bank-secret-0123456789abcdef';
 const NOW = Date.parse('2026-11-21T10:15:30.123Z');

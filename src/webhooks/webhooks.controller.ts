@@ -1,13 +1,13 @@
 import { Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { TEXT_PATTERN } from '../common/json-body-parser';
-import { ApiProblems } from '../common/problem.dto';
-import { PROVIDER_STATUSES } from '../documents/lifecycle';
-import { PAYMENT_STATUS_EVENT } from '../documents/bank-event.entity';
-import { PaymentsService } from '../documents/payments.service';
-import { BANK_WEBHOOK_PATH, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from './webhook-signature';
-import { MAX_FIELD_LENGTH, PAYLOAD_FIELDS, SignedDelivery, WebhookSignaturePipe } from './webhook-signature.pipe';
-import type { VerifiedDelivery } from './webhook-signature.pipe';
+import { TEXT_PATTERN } from '../common/json-body-parser.js';
+import { ApiProblems } from '../common/problem.dto.js';
+import { PROVIDER_STATUSES } from '../documents/lifecycle.js';
+import { PAYMENT_STATUS_EVENT } from '../documents/bank-event.entity.js';
+import { PaymentsService } from '../documents/payments.service.js';
+import { BANK_WEBHOOK_PATH, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from './webhook-signature.js';
+import { MAX_FIELD_LENGTH, PAYLOAD_FIELDS, SignedDelivery, WebhookSignaturePipe } from './webhook-signature.pipe.js';
+import type { VerifiedDelivery } from './webhook-signature.pipe.js';
 
 const FIELD_EXAMPLES: Record<(typeof PAYLOAD_FIELDS)[number], { example: string; description: string }> = {
   eventId: { example: 'evt_000123', description: 'Unique per event; a repeated eventId is acknowledged and changes nothing' },

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
-import { DocumentsModule } from '../documents/documents.module';
-import { WebhookSignaturePipe } from './webhook-signature.pipe';
-import { WebhooksController } from './webhooks.controller';
+import { DocumentsModule } from '../documents/documents.module.js';
+import { WebhookSignaturePipe } from './webhook-signature.pipe.js';
+import { WebhooksController } from './webhooks.controller.js';
 
 /** The bank's signed webhook: verified (WebhookSignaturePipe) and parsed here, stored and applied by documents. */
 @Module({

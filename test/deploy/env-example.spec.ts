@@ -1,6 +1,6 @@
 import { getMetadataStorage } from 'class-validator';
-import { AppConfig, loadConfig } from '../../src/config/app-config';
-import { readEnvExample, statedDefault } from './env-example';
+import { AppConfig, loadConfig } from '../../src/config/app-config.js';
+import { readEnvExample, statedDefault } from './env-example.js';
 
 /** Read by docker-compose.yml only, never by the gateway. */
 const COMPOSE_ONLY = new Set(['PUBLISH_ADDRESS', 'COMPOSE_PROFILES', 'POSTGRES_USER', 'POSTGRES_PASSWORD', 'POSTGRES_DB']);

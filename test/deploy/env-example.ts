@@ -13,7 +13,7 @@ export interface ExampleEntry {
 
 const ENTRY = /^(#\s?)?([A-Z][A-Z0-9_]*)=(.*)$/;
 
-export function readEnvExample(path = join(__dirname, '..', '..', '.env.example')): ExampleEntry[] {
+export function readEnvExample(path = join(import.meta.dirname, '..', '..', '.env.example')): ExampleEntry[] {
   const entries: ExampleEntry[] = [];
   let comment: string[] = [];
   readFileSync(path, 'utf8')

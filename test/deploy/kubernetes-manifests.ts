@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import * as ts from 'typescript';
 import { parseAllDocuments } from 'yaml';
 
-export const ROOT = join(__dirname, '..', '..');
+export const ROOT = join(import.meta.dirname, '..', '..');
 export const DEPLOY = join(ROOT, 'deploy');
 
 export interface KubernetesObject {
@@ -63,7 +64,8 @@ function modelModule({ apiVersion, kind }: { apiVersion: string; kind: string })
 export function schemaProblems(object: KubernetesObject): string[] {
   let Model: new (data: unknown) => { validate(): void };
   try {
-    Model = require(modelModule(object))[object.kind];
+    // Each kind's model is a module of its own, loaded by name.
+    Model = createRequire(import.meta.url)(modelModule(object))[object.kind];
   } catch {
     return [`no model for ${key(object)}`];
   }
@@ -95,8 +97,8 @@ export function unknownFields(objects: Manifest[]): string[] {
     strict: true,
     noEmit: true,
     skipLibCheck: true,
-    module: ts.ModuleKind.CommonJS,
-    moduleResolution: ts.ModuleResolutionKind.Node10,
+    module: ts.ModuleKind.Node16,
+    moduleResolution: ts.ModuleResolutionKind.Node16,
     target: ts.ScriptTarget.ES2022,
     types: [],
   };

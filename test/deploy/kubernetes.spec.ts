@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { parse } from 'yaml';
-import { loadConfig } from '../../src/config/app-config';
+import { loadConfig } from '../../src/config/app-config.js';
 import {
   DEPLOY,
   key,
@@ -15,9 +15,9 @@ import {
   schemaProblems,
   unknownFields,
   yamlFiles,
-} from './kubernetes-manifests';
-import { alertExpressions, dashboard, dashboardExpressions, metricNames, usedMetrics } from './monitoring';
-import { readEnvExample } from './env-example';
+} from './kubernetes-manifests.js';
+import { alertExpressions, dashboard, dashboardExpressions, metricNames, usedMetrics } from './monitoring.js';
+import { readEnvExample } from './env-example.js';
 
 const KUBERNETES = join(DEPLOY, 'kubernetes');
 const NAME = 'tax-document-gateway';
@@ -235,7 +235,7 @@ describe('deploy/kubernetes: the instances', () => {
     expect(migrate.command).toEqual(['node', 'dist/database/migration-cli.js', 'run']);
     // dist/ is compiled from src/ (tsconfig.build.json: rootDir src).
     expect(existsSync(join(ROOT, 'src', 'database', 'migration-cli.ts'))).toBe(true);
-    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts['migration:run']).toBe('ts-node -T src/database/migration-cli.ts run');
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts['migration:run']).toBe('node --import @swc-node/register/esm-register src/database/migration-cli.ts run');
     expect(migrate.image).toBe(container.image);
     expect(migrate.env).toEqual([{ name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: NAME, key: 'DATABASE_URL' } } }]);
     expect(migrate.securityContext).toEqual(container.securityContext);

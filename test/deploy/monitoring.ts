@@ -1,12 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { parser as PromqlParser } from '@prometheus-io/lezer-promql' with { 'resolution-mode': 'import' };
+import { parser } from '@prometheus-io/lezer-promql';
 import { parseAllDocuments } from 'yaml';
 
-// An ES module with a CommonJS build (its exports' `require`), which TypeScript's node16 resolution does not see.
-const { parser } = require('@prometheus-io/lezer-promql') as { parser: typeof PromqlParser };
-
-const MONITORING = join(__dirname, '..', '..', 'deploy', 'kubernetes', 'monitoring');
+const MONITORING = join(import.meta.dirname, '..', '..', 'deploy', 'kubernetes', 'monitoring');
 
 export interface Expression {
   /** Where it is: the alert's name, or the dashboard panel's title. */

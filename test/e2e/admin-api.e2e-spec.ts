@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { adminHeaders, newSourceWithKey, uniqueSource } from '../support/factories';
-import { earlyInAMinute, waitFor } from '../support/processes';
-import { startTestApp, TestApp, TEST_ADMIN_TOKEN } from '../support/test-app';
+import { adminHeaders, newSourceWithKey, uniqueSource } from '../support/factories.js';
+import { earlyInAMinute, waitFor } from '../support/processes.js';
+import { startTestApp, TestApp, TEST_ADMIN_TOKEN } from '../support/test-app.js';
 
 const KEY_OBJECT_FIELDS = ['createdAt', 'expiresAt', 'id', 'last4', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'source', 'status'];
 

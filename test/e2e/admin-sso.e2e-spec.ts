@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
 import { Client } from 'pg';
-import { BROWSER_TIMEOUT_MS, describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { spawnNode, Spawned, startGateway, waitFor } from '../support/processes';
+import { BROWSER_TIMEOUT_MS, describeWithBrowser, requireChromium, screenshotPath } from '../support/browser.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
+import { spawnNode, Spawned, startGateway, waitFor } from '../support/processes.js';
 
 const ADMIN_TOKEN = 'sso-test-admin-token-0123456789abcdef';
 const BANK_WEBHOOK_SECRET = 'sso-test-bank-webhook-secret-0123456789';

@@ -1,8 +1,8 @@
-import { inSequence } from '../support/database';
-import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, uniqueSource } from '../support/factories';
-import { waitFor } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
-import { WebhookReceiver } from '../support/webhook-receiver';
+import { inSequence } from '../support/database.js';
+import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, uniqueSource } from '../support/factories.js';
+import { waitFor } from '../support/processes.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 type Method = 'GET' | 'POST' | 'PATCH';
 interface Token {

@@ -1,10 +1,10 @@
 import { Client } from 'pg';
-import { hashApiKey } from '../../src/auth/api-key-format';
+import { hashApiKey } from '../../src/auth/api-key-format.js';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { KEY_USAGE_FLUSH_JOB, KeyUsageRecorder } from '../../src/auth/key-usage.recorder';
-import { adminHeaders, documentBody, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
-import { waitFor } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
+import { KEY_USAGE_FLUSH_JOB, KeyUsageRecorder } from '../../src/auth/key-usage.recorder.js';
+import { adminHeaders, documentBody, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories.js';
+import { waitFor } from '../support/processes.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 const me = (t: TestApp, key?: string) =>
   t.app.inject({ method: 'GET', url: '/api/v1/me', headers: key === undefined ? {} : { 'x-api-key': key } });

@@ -3,12 +3,12 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { freePort } from '../../src/database/embedded-postgres';
-import { removeDataDir } from '../../src/database/embedded-postgres-layout';
-import { advanceTransactionCounter } from '../../src/database/transaction-counter';
-import { documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey } from '../support/factories';
-import { spawnNode, startClusterProcess, startGateway, waitFor, ROOT } from '../support/processes';
-import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout.js';
+import { advanceTransactionCounter } from '../../src/database/transaction-counter.js';
+import { documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey } from '../support/factories.js';
+import { spawnNode, startClusterProcess, startGateway, waitFor, ROOT } from '../support/processes.js';
+import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app.js';
 
 /** pg_dump and pg_restore of the highest PostgreSQL release installed, if it can dump a server of `serverMajor`. */
 function dumpTools(serverMajor: number): { pgDump: string; pgRestore: string; major: number } | null {

@@ -3,11 +3,11 @@ import { existsSync } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../src/database/embedded-postgres';
-import { clusterIdOf, DATA_DIRS_FILE, recordDataDir, removeRootCluster, RootCluster, ROOT_CLUSTERS_HOME } from '../../src/database/root-clusters';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { ROOT, Spawned, spawnNode, startClusterProcess, startGateway, waitFor } from '../support/processes';
-import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { clusterIdOf, DATA_DIRS_FILE, recordDataDir, removeRootCluster, RootCluster, ROOT_CLUSTERS_HOME } from '../../src/database/root-clusters.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
+import { ROOT, Spawned, spawnNode, startClusterProcess, startGateway, waitFor } from '../support/processes.js';
+import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 /** No database anywhere: DATABASE_URL names nothing that listens, DATA_DIR nothing that exists. */
 const NO_DATABASE = { DATABASE_URL: 'postgres://nobody:nothing@127.0.0.1:1/none', DATA_DIR: '/nonexistent/tdg-data' };

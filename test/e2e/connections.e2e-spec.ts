@@ -1,5 +1,5 @@
-import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
-import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 describe('pooled connections after a burst of requests', () => {
   let t: TestApp;

@@ -1,9 +1,9 @@
 import { Client } from 'pg';
-import { freePort } from '../../src/database/embedded-postgres';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { documentBody, newIdempotencyKey, signedWebhook } from '../support/factories';
-import { Spawned, startGateway, waitFor } from '../support/processes';
-import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
+import { documentBody, newIdempotencyKey, signedWebhook } from '../support/factories.js';
+import { Spawned, startGateway, waitFor } from '../support/processes.js';
+import { TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 interface Attempt {
   key: string;

@@ -2,14 +2,14 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { mkdtemp } from 'node:fs/promises';
-import { removeDataDir } from '../../src/database/embedded-postgres-layout';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { freePort } from '../../src/database/embedded-postgres';
-import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
-import { startClusterProcess, waitFor } from '../support/processes';
-import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { startClusterProcess, waitFor } from '../support/processes.js';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 type Outcome = { kind: 'create' | 'webhook' | 'read'; status: number; startedAt: number; endedAt: number; id?: string; externalId?: string; eventId?: string; detail?: string };
 

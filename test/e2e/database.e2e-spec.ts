@@ -2,15 +2,15 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { PreparedStatement } from '../../src/database/prepared-statement';
-import { freePort } from '../../src/database/embedded-postgres';
-import { removeDataDir } from '../../src/database/embedded-postgres-layout';
-import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner';
-import { buildDataSourceOptions } from '../../src/database/typeorm-options';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { newSourceWithKey } from '../support/factories';
-import { startClusterProcess, waitFor } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
+import { PreparedStatement } from '../../src/database/prepared-statement.js';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout.js';
+import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner.js';
+import { buildDataSourceOptions } from '../../src/database/typeorm-options.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
+import { newSourceWithKey } from '../support/factories.js';
+import { startClusterProcess, waitFor } from '../support/processes.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 describe('database', () => {
   describe('readiness while the database goes away and comes back', () => {

@@ -1,5 +1,5 @@
-import { exposedMetrics, usedMetrics } from '../deploy/monitoring';
-import { startTestApp, TestApp } from '../support/test-app';
+import { exposedMetrics, usedMetrics } from '../deploy/monitoring.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 const METRICS_TOKEN = 'a-metrics-token-as-in-the-secret';
 

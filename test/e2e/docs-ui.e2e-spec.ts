@@ -3,8 +3,8 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser, chromium } from 'playwright-core';
-import { BROWSER_TIMEOUT_MS, describeWithBrowser, requireChromium, screenshotPath } from '../support/browser';
-import { startTestApp, TestApp } from '../support/test-app';
+import { BROWSER_TIMEOUT_MS, describeWithBrowser, requireChromium, screenshotPath } from '../support/browser.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 /** Swagger UI must keep working under the Content-Security-Policy every response carries. */
 describeWithBrowser('OpenAPI UI')('the OpenAPI UI at /docs in a real browser', () => {

@@ -4,9 +4,9 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
-import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
-import { ROOT } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
+import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories.js';
+import { ROOT } from '../support/processes.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 const run = promisify(execFile);
 

@@ -1,6 +1,6 @@
 import { Controller, Get, Module } from '@nestjs/common';
-import { newSourceWithKey } from '../support/factories';
-import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
+import { newSourceWithKey } from '../support/factories.js';
+import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app.js';
 
 /** A route that fails the way a bug would: with SQL text and a stack that must never leak. */
 @Controller('__probe')

@@ -1,7 +1,7 @@
 import { Client } from 'pg';
-import { cancelDocument, documentBody, FeedEvent, feedOnceReady, IssuedKey, newSourceWithKey, postDocument } from '../support/factories';
-import { holdDocumentInsert } from '../support/database';
-import { startTestApp, TestApp } from '../support/test-app';
+import { cancelDocument, documentBody, FeedEvent, feedOnceReady, IssuedKey, newSourceWithKey, postDocument } from '../support/factories.js';
+import { holdDocumentInsert } from '../support/database.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 describe('event feed GET /api/v1/events', () => {
   let t: TestApp;

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -6,14 +7,14 @@ import { createServer, Server, Socket, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { databaseFailureDetail } from '../../src/common/database-failure';
-import { KEEPALIVE_INITIAL_DELAY_MS } from '../../src/database/connection-options';
-import { freePort } from '../../src/database/embedded-postgres';
-import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
-import { documentBody, newIdempotencyKey } from '../support/factories';
-import { Spawned, waitFor } from '../support/processes';
-import { startReadyGateway, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
-import { WebhookReceiver } from '../support/webhook-receiver';
+import { databaseFailureDetail } from '../../src/common/database-failure.js';
+import { KEEPALIVE_INITIAL_DELAY_MS } from '../../src/database/connection-options.js';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature.js';
+import { documentBody, newIdempotencyKey } from '../support/factories.js';
+import { Spawned, waitFor } from '../support/processes.js';
+import { startReadyGateway, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 /** The PostgreSQL server binaries a second cluster needs (initdb, pg_ctl, pg_basebackup), newest first. */
 const BIN_DIR = ['17', '16', '15'].map((version) => `/usr/lib/postgresql/${version}/bin`).find((dir) => existsSync(join(dir, 'pg_basebackup')));

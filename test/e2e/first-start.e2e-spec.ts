@@ -3,10 +3,10 @@ import { cp, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeF
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { removeDataDir } from '../../src/database/embedded-postgres-layout';
-import { ROOT_CLUSTERS_HOME } from '../../src/database/root-clusters';
-import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
-import { ROOT, Spawned, spawnNode, waitFor } from '../support/processes';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout.js';
+import { ROOT_CLUSTERS_HOME } from '../../src/database/root-clusters.js';
+import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature.js';
+import { ROOT, Spawned, spawnNode, waitFor } from '../support/processes.js';
 
 const asRoot = process.getuid?.() === 0;
 
@@ -132,7 +132,7 @@ const asRoot = process.getuid?.() === 0;
   });
 
   it('runs the test cluster (test/support/embedded-cluster.ts) from there', async () => {
-    const cluster = spawnNode(['-r', 'ts-node/register/transpile-only', 'test/support/embedded-cluster.ts', join(home, 'test-cluster')], {}, clone);
+    const cluster = spawnNode(['--import', '@swc-node/register/esm-register', 'test/support/embedded-cluster.ts', join(home, 'test-cluster')], {}, clone);
     const url = await waitFor(async () => /READY (\S+)/.exec(cluster.stdout())?.[1] ?? (cluster.child.exitCode !== null && 'exited'), 'the test cluster');
     expect(url).not.toBe('exited');
     const client = new Client({ connectionString: url });

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { InjectOptions } from 'light-my-request';
-import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
-import { adminHeaders, documentBody, newSourceWithKey, postDocument } from '../support/factories';
-import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
+import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature.js';
+import { adminHeaders, documentBody, newSourceWithKey, postDocument } from '../support/factories.js';
+import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app.js';
 
 const RUNS = 10_000;
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import { AddressInfo, connect, Socket } from 'node:net';
-import { CONSOLE_CSP } from '../../src/admin/admin-console.controller';
-import { signWebhook } from '../../src/webhooks/webhook-signature';
-import { waitFor } from '../support/processes';
-import { adminHeaders, documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
-import { startTestApp, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
+import { CONSOLE_CSP } from '../../src/admin/admin-console.controller.js';
+import { signWebhook } from '../../src/webhooks/webhook-signature.js';
+import { waitFor } from '../support/processes.js';
+import { adminHeaders, documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { startTestApp, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app.js';
 
 const PROBLEM = /^application\/problem\+json/;
 

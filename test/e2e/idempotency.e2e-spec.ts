@@ -1,10 +1,10 @@
 import { Client } from 'pg';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { IDEMPOTENCY_PURGE_JOB, IdempotencyService } from '../../src/idempotency/idempotency.service';
-import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
-import { holdDocumentInsert } from '../support/database';
-import { waitFor } from '../support/processes';
-import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { IDEMPOTENCY_PURGE_JOB, IdempotencyService } from '../../src/idempotency/idempotency.service.js';
+import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { holdDocumentInsert } from '../support/database.js';
+import { waitFor } from '../support/processes.js';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 describe('idempotency', () => {
   let t: TestApp;

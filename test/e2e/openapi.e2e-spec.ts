@@ -4,14 +4,14 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { SOURCE_PATTERN } from '../../src/common/source';
-import { ISO_COUNTRIES, ISO_CURRENCIES } from '../../src/documents/reference-data';
-import { IDEMPOTENCY_KEY_PATTERN } from '../../src/idempotency/idempotency.service';
-import { adminHeaders, uniqueSource } from '../support/factories';
-import { ROOT } from '../support/processes';
-import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
-import { Exchange, mismatch, OpenApiDocument, recordingFetch, schemaArbitrary } from '../support/openapi-document';
-import type { RunJourney } from '../openapi-client/journey-result';
+import { SOURCE_PATTERN } from '../../src/common/source.js';
+import { ISO_COUNTRIES, ISO_CURRENCIES } from '../../src/documents/reference-data.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../src/idempotency/idempotency.service.js';
+import { adminHeaders, uniqueSource } from '../support/factories.js';
+import { ROOT } from '../support/processes.js';
+import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app.js';
+import { Exchange, mismatch, OpenApiDocument, recordingFetch, schemaArbitrary } from '../support/openapi-document.js';
+import type { RunJourney } from '../openapi-client/journey-result.js';
 
 const run = promisify(execFile);
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -178,7 +178,8 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(typeCheck).toBe('');
 
     // Loaded only now: its types did not exist before this test generated them.
-    const { runJourney } = require('../openapi-client/journey') as { runJourney: RunJourney };
+    const journey: string = '../openapi-client/journey.js';
+    const { runJourney } = (await import(journey)) as { runJourney: RunJourney };
     const source = uniqueSource('gen');
     const exchanges: Exchange[] = [];
     const result = await runJourney(baseUrl, TEST_ADMIN_TOKEN, source, recordingFetch(exchanges));

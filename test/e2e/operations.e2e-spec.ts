@@ -1,6 +1,6 @@
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 describe('operations endpoints', () => {
   let t: TestApp;

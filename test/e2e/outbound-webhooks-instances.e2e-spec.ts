@@ -1,12 +1,13 @@
+import { jest } from '@jest/globals';
 import { Client } from 'pg';
-import { freePort } from '../../src/database/embedded-postgres';
-import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { watchClaims } from '../support/delivery-claims';
-import { documentBody, newIdempotencyKey, newSourceWithKey } from '../support/factories';
-import { Spawned, startGateway, waitFor } from '../support/processes';
-import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
-import { WebhookReceiver } from '../support/webhook-receiver';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
+import { watchClaims } from '../support/delivery-claims.js';
+import { documentBody, newIdempotencyKey, newSourceWithKey } from '../support/factories.js';
+import { Spawned, startGateway, waitFor } from '../support/processes.js';
+import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 const ENV = {
   OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',

@@ -1,8 +1,8 @@
-import { DeliveryClaimsRepository } from '../../src/outbound-webhooks/delivery-claims.repository';
-import { DeliveryRecorder, RecordedAttempt } from '../../src/outbound-webhooks/delivery-recorder';
-import type { AttemptResult } from '../../src/outbound-webhooks/delivery-sender';
-import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
-import { startTestApp, TestApp } from '../support/test-app';
+import { DeliveryClaimsRepository } from '../../src/outbound-webhooks/delivery-claims.repository.js';
+import { DeliveryRecorder, RecordedAttempt } from '../../src/outbound-webhooks/delivery-recorder.js';
+import type { AttemptResult } from '../../src/outbound-webhooks/delivery-sender.js';
+import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 /**
  * The recorder writes many finished attempts in one statement. Its deliveries are claimed here by hand

@@ -1,12 +1,13 @@
+import { jest } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
-import { documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories';
-import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.repository';
-import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load';
-import { holdInsert } from '../support/database';
-import { ClaimWatch, watchClaims } from '../support/delivery-claims';
-import { waitFor } from '../support/processes';
-import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app';
-import { WebhookReceiver } from '../support/webhook-receiver';
+import { documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, cancelDocument } from '../support/factories.js';
+import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.repository.js';
+import { EventLoopLoad } from '../../src/outbound-webhooks/event-loop-load.js';
+import { holdInsert } from '../support/database.js';
+import { ClaimWatch, watchClaims } from '../support/delivery-claims.js';
+import { waitFor } from '../support/processes.js';
+import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 /** Short delays so retries happen within a test; everything else as in production. */
 const ENV = {

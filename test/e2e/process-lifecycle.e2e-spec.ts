@@ -3,12 +3,12 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { freePort } from '../../src/database/embedded-postgres';
-import { removeDataDir } from '../../src/database/embedded-postgres-layout';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { documentBody, newIdempotencyKey } from '../support/factories';
-import { Spawned, startGateway, waitFor } from '../support/processes';
-import { TEST_ADMIN_TOKEN } from '../support/test-app';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
+import { documentBody, newIdempotencyKey } from '../support/factories.js';
+import { Spawned, startGateway, waitFor } from '../support/processes.js';
+import { TEST_ADMIN_TOKEN } from '../support/test-app.js';
 
 async function ready(port: number): Promise<boolean> {
   const res = await fetch(`http://127.0.0.1:${port}/health/ready`);

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
-import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 /**
  * A providerReference is unique within a source only: one tenant can no longer take

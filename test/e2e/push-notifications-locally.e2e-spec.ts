@@ -1,10 +1,10 @@
 import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateSecret, signedHeaders } from '../../src/outbound-webhooks/signing';
-import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
-import { ROOT, Spawned, spawnNode, waitFor } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
+import { generateSecret, signedHeaders } from '../../src/outbound-webhooks/signing.js';
+import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories.js';
+import { ROOT, Spawned, spawnNode, waitFor } from '../support/processes.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 const GUIDE = join(ROOT, 'docs', 'push-notifications-locally.md');
 const EXAMPLE = join(ROOT, 'clients', 'typescript', 'examples', 'integration.ts');

@@ -1,4 +1,4 @@
-import { encodeCursor } from '../../src/common/cursor';
+import { encodeCursor } from '../../src/common/cursor.js';
 import {
   cancelDocument,
   documentBody,
@@ -10,10 +10,10 @@ import {
   postDocument,
   sendWebhook,
   signedWebhook,
-} from '../support/factories';
-import { waitFor } from '../support/processes';
-import { startTestApp, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app';
-import { WebhookReceiver } from '../support/webhook-receiver';
+} from '../support/factories.js';
+import { waitFor } from '../support/processes.js';
+import { startTestApp, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 const ENV = { RETENTION_INTERVAL_SECONDS: '1', OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true' };
 const TABLES = ['document_events', 'outbound_deliveries', 'outbound_delivery_attempts', 'webhook_events', 'admin_audit_log'] as const;

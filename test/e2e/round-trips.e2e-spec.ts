@@ -1,6 +1,7 @@
+import { jest } from '@jest/globals';
 import { Client, QueryConfig } from 'pg';
-import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
-import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 /**
  * Background jobs that may run during a request, by their statement's text; they are not the request's

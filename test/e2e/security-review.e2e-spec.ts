@@ -1,8 +1,8 @@
 import { connect, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { adminHeaders, newIdempotencyKey, newSourceWithKey } from '../support/factories';
-import { earlyInAMinute, waitFor } from '../support/processes';
-import { startTestApp, TestApp, TEST_ADMIN_TOKEN } from '../support/test-app';
+import { adminHeaders, newIdempotencyKey, newSourceWithKey } from '../support/factories.js';
+import { earlyInAMinute, waitFor } from '../support/processes.js';
+import { startTestApp, TestApp, TEST_ADMIN_TOKEN } from '../support/test-app.js';
 
 /** Findings of the outside security review (issue 31), each checked through HTTP. */
 describe('security review findings', () => {

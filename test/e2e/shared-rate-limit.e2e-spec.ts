@@ -1,7 +1,7 @@
 import { createServer, Server, Socket } from 'node:net';
-import { newSourceWithKey } from '../support/factories';
-import { waitFor } from '../support/processes';
-import { startTestApp, TestApp } from '../support/test-app';
+import { newSourceWithKey } from '../support/factories.js';
+import { waitFor } from '../support/processes.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
 
 const REDIS = { host: '127.0.0.1', port: Number(process.env.TEST_REDIS_PORT ?? 6379) };
 

@@ -1,6 +1,6 @@
-import { freePort } from '../../src/database/embedded-postgres';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { Spawned, spawnNode, startGateway, waitFor } from '../support/processes';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
+import { Spawned, spawnNode, startGateway, waitFor } from '../support/processes.js';
 
 /**
  * `npm run sso:local`, as the README's first day runs it: a local OpenID provider whose printed settings,

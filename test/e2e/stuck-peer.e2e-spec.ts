@@ -1,13 +1,13 @@
 import { mkdtemp } from 'node:fs/promises';
-import { removeDataDir } from '../../src/database/embedded-postgres-layout';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { freePort } from '../../src/database/embedded-postgres';
-import { adminHeaders, cancelDocument, documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
-import { spawnNode, Spawned, startClusterProcess, waitFor } from '../support/processes';
-import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { adminHeaders, cancelDocument, documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { spawnNode, Spawned, startClusterProcess, waitFor } from '../support/processes.js';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 /**
  * A peer that took a row lock and then froze (SIGSTOP: its connection stays open, its transaction

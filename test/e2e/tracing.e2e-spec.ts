@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { freePort } from '../../src/database/embedded-postgres';
-import { BANK_WEBHOOK_PATH } from '../../src/webhooks/webhook-signature';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
-import { documentBody, newIdempotencyKey, signedWebhook } from '../support/factories';
-import { Spawned, spawnNode, startGateway, waitFor } from '../support/processes';
-import { startReadyGateway, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app';
-import { WebhookReceiver } from '../support/webhook-receiver';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { BANK_WEBHOOK_PATH } from '../../src/webhooks/webhook-signature.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
+import { documentBody, newIdempotencyKey, signedWebhook } from '../support/factories.js';
+import { Spawned, spawnNode, startGateway, waitFor } from '../support/processes.js';
+import { startReadyGateway, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 /** An attribute as OTLP/JSON carries it. */
 type OtlpAttribute = { key: string; value: Record<string, unknown> };
@@ -188,7 +188,9 @@ describe('tracing with OpenTelemetry', () => {
   it('loads no OpenTelemetry SDK at all without an endpoint', async () => {
     const loaded = (env: Record<string, string>) =>
       new Promise<string>((resolve) => {
-        const probe = spawnNode(['-e', "require('./dist/instrument'); console.log(Object.keys(require.cache).filter((m) => m.includes('@opentelemetry/sdk-node')).length)"], env);
+        // The SDK is CommonJS: imported or required, it is in require's cache once loaded.
+        const script = "await import('./dist/instrument.js'); const { createRequire } = await import('node:module'); console.log(Object.keys(createRequire(import.meta.url).cache).filter((m) => m.includes('@opentelemetry/sdk-node')).length)";
+        const probe = spawnNode(['--input-type=module', '-e', script], env);
         void probe.closed.then(() => resolve(probe.stdout().trim()));
       });
     expect(await loaded({ OTEL_EXPORTER_OTLP_ENDPOINT: '' })).toBe('0');

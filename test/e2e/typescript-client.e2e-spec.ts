@@ -13,14 +13,14 @@ import {
   GatewayTimeoutError,
   GatewayWebhookVerificationError,
   RetryEvent,
-} from '../../clients/typescript/src';
-import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.repository';
-import { holdDocumentInsert, holdInsert } from '../support/database';
-import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories';
-import { ROOT, spawnNode, waitFor } from '../support/processes';
-import { ScriptedProxy } from '../support/scripted-proxy';
-import { startTestApp, TestApp } from '../support/test-app';
-import { WebhookReceiver } from '../support/webhook-receiver';
+} from '../../clients/typescript/src/index.js';
+import { ENDPOINTS_LOCK_NAMESPACE } from '../../src/outbound-webhooks/webhook-endpoints.repository.js';
+import { holdDocumentInsert, holdInsert } from '../support/database.js';
+import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories.js';
+import { ROOT, spawnNode, waitFor } from '../support/processes.js';
+import { ScriptedProxy } from '../support/scripted-proxy.js';
+import { startTestApp, TestApp } from '../support/test-app.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 const run = promisify(execFile);
 const CLIENT = join(ROOT, 'clients', 'typescript');
@@ -350,7 +350,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
 
     /** The example run as the README runs it, against this test's gateway, with its state in `stateFile`. */
     const startExample = (key: IssuedKey, stateFile: string, gatewayUrl = baseUrl) =>
-      spawnNode(['-r', 'ts-node/register/transpile-only', 'examples/integration.ts'], { TAX_GATEWAY_URL: gatewayUrl, TAX_GATEWAY_API_KEY: key.key, PUSH_PORT: '0', STATE_FILE: stateFile }, CLIENT);
+      spawnNode(['-r', '@swc-node/register', 'examples/integration.ts'], { TAX_GATEWAY_URL: gatewayUrl, TAX_GATEWAY_API_KEY: key.key, PUSH_PORT: '0', STATE_FILE: stateFile }, CLIENT);
     const endpointsOf = async (source: string) => (await t.db.query('SELECT id FROM webhook_endpoints WHERE source = $1', [source])).rows.map((row: { id: string }) => row.id);
     const registeredBy = (example: ReturnType<typeof spawnNode>) =>
       waitFor(async () => /^registered push endpoint (\S+) at /m.exec(example.output())?.[1] ?? (example.child.exitCode !== null && 'exited'), 'the example to register its endpoint', 30_000);

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { PROVIDER_REFERENCE_LOCK_NAMESPACE } from '../../src/documents/documents.repository';
-import { DocumentStatus, transition } from '../../src/documents/lifecycle';
-import { adminHeaders, documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories';
-import { waitFor } from '../support/processes';
-import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app';
+import { PROVIDER_REFERENCE_LOCK_NAMESPACE } from '../../src/documents/documents.repository.js';
+import { DocumentStatus, transition } from '../../src/documents/lifecycle.js';
+import { adminHeaders, documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { waitFor } from '../support/processes.js';
+import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 const PREVIOUS_SECRET = 'previous-webhook-secret-0123456789';
 

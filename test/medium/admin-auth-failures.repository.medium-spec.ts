@@ -1,6 +1,6 @@
-import { AdminAuthFailureEntity } from '../../src/admin/admin-auth-failure.entity';
-import { AdminAuthFailuresRepository } from '../../src/admin/admin-auth-failures.repository';
-import { mediumModule, Medium } from '../support/medium';
+import { AdminAuthFailureEntity } from '../../src/admin/admin-auth-failure.entity.js';
+import { AdminAuthFailuresRepository } from '../../src/admin/admin-auth-failures.repository.js';
+import { mediumModule, Medium } from '../support/medium.js';
 
 describe('AdminAuthFailuresRepository', () => {
   let m: Medium;

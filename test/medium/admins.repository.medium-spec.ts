@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
-import { AdminEntity, AdminOidcLoginEntity, AdminSessionEntity, AdminTokenEntity } from '../../src/admin/admin.entity';
-import { AdminsRepository } from '../../src/admin/admins.repository';
-import { mediumModule, Medium } from '../support/medium';
+import { AdminEntity, AdminOidcLoginEntity, AdminSessionEntity, AdminTokenEntity } from '../../src/admin/admin.entity.js';
+import { AdminsRepository } from '../../src/admin/admins.repository.js';
+import { mediumModule, Medium } from '../support/medium.js';
 
 let n = 0;
 const unique = () => `${++n}-${Date.now()}`;

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
-import { ApiKeyEntity } from '../../src/auth/api-key.entity';
-import { ApiKeysRepository, NewApiKey } from '../../src/auth/api-keys.repository';
-import { mediumModule, Medium } from '../support/medium';
+import { ApiKeyEntity } from '../../src/auth/api-key.entity.js';
+import { ApiKeysRepository, NewApiKey } from '../../src/auth/api-keys.repository.js';
+import { mediumModule, Medium } from '../support/medium.js';
 
 let n = 0;
 const newKey = (overrides: Partial<NewApiKey> = {}): NewApiKey => {

@@ -1,6 +1,6 @@
-import { AuditLogEntity } from '../../src/admin/audit-log.entity';
-import { AuditLogRepository, NewAuditEntry } from '../../src/admin/audit-log.repository';
-import { mediumModule, Medium } from '../support/medium';
+import { AuditLogEntity } from '../../src/admin/audit-log.entity.js';
+import { AuditLogRepository, NewAuditEntry } from '../../src/admin/audit-log.repository.js';
+import { mediumModule, Medium } from '../support/medium.js';
 
 const entry = (overrides: Partial<NewAuditEntry> = {}): NewAuditEntry => ({
   action: 'api_key.created',

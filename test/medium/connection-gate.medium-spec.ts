@@ -1,6 +1,6 @@
 import { Pool, PoolClient } from 'pg';
-import { ConnectionGate } from '../../src/database/connection-gate';
-import { createTestDatabase, dropTestDatabase } from '../support/database';
+import { ConnectionGate } from '../../src/database/connection-gate.js';
+import { createTestDatabase, dropTestDatabase } from '../support/database.js';
 
 /**
  * A server that refuses writes, as a standby or a former primary does during a failover, played by a

@@ -1,9 +1,10 @@
+import { jest } from '@jest/globals';
 import { Client } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
-import { afterCommit } from '../../src/database/after-commit';
-import { PreparedStatement, runAndCommit, runTogether, transactionOf } from '../../src/database/prepared-statement';
-import { mediumModule, Medium } from '../support/medium';
-import { waitFor } from '../support/processes';
+import { afterCommit } from '../../src/database/after-commit.js';
+import { PreparedStatement, runAndCommit, runTogether, transactionOf } from '../../src/database/prepared-statement.js';
+import { mediumModule, Medium } from '../support/medium.js';
+import { waitFor } from '../support/processes.js';
 
 const INSERT_PROBE = new PreparedStatement('test-insert-probe', 'INSERT INTO tx_probe (label) VALUES ($1)');
 const BACKEND_PID = new PreparedStatement<{ pid: number }>('test-backend-pid', 'SELECT pg_backend_pid() AS pid');

@@ -1,7 +1,7 @@
 import { Client } from 'pg';
-import { DeliveryClaimsRepository } from '../../src/outbound-webhooks/delivery-claims.repository';
-import { OutboundDeliveryEntity } from '../../src/outbound-webhooks/outbound-delivery.entity';
-import { mediumModule, Medium } from '../support/medium';
+import { DeliveryClaimsRepository } from '../../src/outbound-webhooks/delivery-claims.repository.js';
+import { OutboundDeliveryEntity } from '../../src/outbound-webhooks/outbound-delivery.entity.js';
+import { mediumModule, Medium } from '../support/medium.js';
 
 describe('DeliveryClaimsRepository', () => {
   let m: Medium;

@@ -1,10 +1,10 @@
 import { DataSource } from 'typeorm';
-import { DocumentEventEntity } from '../../src/documents/document-event.entity';
-import { DocumentEventsRepository } from '../../src/documents/document-events.repository';
-import { DocumentEntity } from '../../src/documents/document.entity';
-import { DocumentsRepository } from '../../src/documents/documents.repository';
-import { BankEventEntity } from '../../src/documents/bank-event.entity';
-import { mediumModule, Medium, newDocument } from '../support/medium';
+import { DocumentEventEntity } from '../../src/documents/document-event.entity.js';
+import { DocumentEventsRepository } from '../../src/documents/document-events.repository.js';
+import { DocumentEntity } from '../../src/documents/document.entity.js';
+import { DocumentsRepository } from '../../src/documents/documents.repository.js';
+import { BankEventEntity } from '../../src/documents/bank-event.entity.js';
+import { mediumModule, Medium, newDocument } from '../support/medium.js';
 
 describe('DocumentEventsRepository (the feed)', () => {
   let m: Medium;

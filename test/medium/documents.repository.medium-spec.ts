@@ -1,10 +1,10 @@
 import { DataSource } from 'typeorm';
-import { BankEventEntity } from '../../src/documents/bank-event.entity';
-import { DocumentEventEntity } from '../../src/documents/document-event.entity';
-import { DocumentEntity } from '../../src/documents/document.entity';
-import { DocumentsRepository } from '../../src/documents/documents.repository';
-import { mediumModule, Medium, newDocument } from '../support/medium';
-import { waitFor } from '../support/processes';
+import { BankEventEntity } from '../../src/documents/bank-event.entity.js';
+import { DocumentEventEntity } from '../../src/documents/document-event.entity.js';
+import { DocumentEntity } from '../../src/documents/document.entity.js';
+import { DocumentsRepository } from '../../src/documents/documents.repository.js';
+import { mediumModule, Medium, newDocument } from '../support/medium.js';
+import { waitFor } from '../support/processes.js';
 
 describe('DocumentsRepository', () => {
   let m: Medium;

@@ -1,7 +1,7 @@
 import { DataSource, QueryRunner } from 'typeorm';
-import { IdempotencyRecordEntity } from '../../src/idempotency/idempotency-record.entity';
-import { IdempotencyRepository, NewRecord } from '../../src/idempotency/idempotency.repository';
-import { mediumModule, Medium } from '../support/medium';
+import { IdempotencyRecordEntity } from '../../src/idempotency/idempotency-record.entity.js';
+import { IdempotencyRepository, NewRecord } from '../../src/idempotency/idempotency.repository.js';
+import { mediumModule, Medium } from '../support/medium.js';
 
 describe('IdempotencyRepository and idempotency_begin()', () => {
   let m: Medium;

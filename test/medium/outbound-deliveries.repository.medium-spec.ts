@@ -1,8 +1,8 @@
 import { DataSource } from 'typeorm';
-import { OutboundDeliveriesRepository } from '../../src/outbound-webhooks/outbound-deliveries.repository';
-import { OutboundDeliveryAttemptEntity } from '../../src/outbound-webhooks/outbound-delivery-attempt.entity';
-import { OutboundDeliveryEntity } from '../../src/outbound-webhooks/outbound-delivery.entity';
-import { mediumModule, Medium } from '../support/medium';
+import { OutboundDeliveriesRepository } from '../../src/outbound-webhooks/outbound-deliveries.repository.js';
+import { OutboundDeliveryAttemptEntity } from '../../src/outbound-webhooks/outbound-delivery-attempt.entity.js';
+import { OutboundDeliveryEntity } from '../../src/outbound-webhooks/outbound-delivery.entity.js';
+import { mediumModule, Medium } from '../support/medium.js';
 
 describe('OutboundDeliveriesRepository', () => {
   let m: Medium;

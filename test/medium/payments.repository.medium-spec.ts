@@ -1,11 +1,11 @@
 import { DataSource } from 'typeorm';
-import { BankEventEntity } from '../../src/documents/bank-event.entity';
-import { DocumentEventEntity } from '../../src/documents/document-event.entity';
-import { DocumentEntity } from '../../src/documents/document.entity';
-import { DocumentsRepository } from '../../src/documents/documents.repository';
-import { PaymentsRepository } from '../../src/documents/payments.repository';
-import { bankEventTarget } from '../../src/documents/reference-claims';
-import { mediumModule, Medium, newDocument } from '../support/medium';
+import { BankEventEntity } from '../../src/documents/bank-event.entity.js';
+import { DocumentEventEntity } from '../../src/documents/document-event.entity.js';
+import { DocumentEntity } from '../../src/documents/document.entity.js';
+import { DocumentsRepository } from '../../src/documents/documents.repository.js';
+import { PaymentsRepository } from '../../src/documents/payments.repository.js';
+import { bankEventTarget } from '../../src/documents/reference-claims.js';
+import { mediumModule, Medium, newDocument } from '../support/medium.js';
 
 let n = 0;
 const unique = () => `${++n}-${Date.now()}`;

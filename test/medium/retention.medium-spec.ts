@@ -1,21 +1,21 @@
 import { Client } from 'pg';
 import { EntityManager } from 'typeorm';
-import { AuditLogEntity } from '../../src/admin/audit-log.entity';
-import { AuditLogRepository } from '../../src/admin/audit-log.repository';
-import { encodeCursor } from '../../src/common/cursor';
-import { longestSeconds, parseIsoDuration, shortestSeconds } from '../../src/config/iso-duration';
-import { PurgeBatch, PurgeRange } from '../../src/database/purge-batch';
-import { BankEventEntity } from '../../src/documents/bank-event.entity';
-import { DocumentEventEntity } from '../../src/documents/document-event.entity';
-import { DocumentEventsRepository } from '../../src/documents/document-events.repository';
-import { DocumentEventsService } from '../../src/documents/document-events.service';
-import { PaymentsRepository } from '../../src/documents/payments.repository';
-import { OutboundDeliveriesRepository } from '../../src/outbound-webhooks/outbound-deliveries.repository';
-import { OutboundDeliveryAttemptEntity } from '../../src/outbound-webhooks/outbound-delivery-attempt.entity';
-import { OutboundDeliveryEntity } from '../../src/outbound-webhooks/outbound-delivery.entity';
-import { RetentionRepository } from '../../src/retention/retention.repository';
-import { inSequence } from '../support/database';
-import { mediumModule, Medium } from '../support/medium';
+import { AuditLogEntity } from '../../src/admin/audit-log.entity.js';
+import { AuditLogRepository } from '../../src/admin/audit-log.repository.js';
+import { encodeCursor } from '../../src/common/cursor.js';
+import { longestSeconds, parseIsoDuration, shortestSeconds } from '../../src/config/iso-duration.js';
+import { PurgeBatch, PurgeRange } from '../../src/database/purge-batch.js';
+import { BankEventEntity } from '../../src/documents/bank-event.entity.js';
+import { DocumentEventEntity } from '../../src/documents/document-event.entity.js';
+import { DocumentEventsRepository } from '../../src/documents/document-events.repository.js';
+import { DocumentEventsService } from '../../src/documents/document-events.service.js';
+import { PaymentsRepository } from '../../src/documents/payments.repository.js';
+import { OutboundDeliveriesRepository } from '../../src/outbound-webhooks/outbound-deliveries.repository.js';
+import { OutboundDeliveryAttemptEntity } from '../../src/outbound-webhooks/outbound-delivery-attempt.entity.js';
+import { OutboundDeliveryEntity } from '../../src/outbound-webhooks/outbound-delivery.entity.js';
+import { RetentionRepository } from '../../src/retention/retention.repository.js';
+import { inSequence } from '../support/database.js';
+import { mediumModule, Medium } from '../support/medium.js';
 
 /**
  * Each module's purge statement against the real schema: only rows past their period, never more than a

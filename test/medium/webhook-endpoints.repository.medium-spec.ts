@@ -1,8 +1,8 @@
 import { DataSource } from 'typeorm';
-import { WebhookEndpointEntity } from '../../src/outbound-webhooks/webhook-endpoint.entity';
-import { NewEndpoint, WebhookEndpointsRepository } from '../../src/outbound-webhooks/webhook-endpoints.repository';
-import { mediumModule, Medium } from '../support/medium';
-import { waitFor } from '../support/processes';
+import { WebhookEndpointEntity } from '../../src/outbound-webhooks/webhook-endpoint.entity.js';
+import { NewEndpoint, WebhookEndpointsRepository } from '../../src/outbound-webhooks/webhook-endpoints.repository.js';
+import { mediumModule, Medium } from '../support/medium.js';
+import { waitFor } from '../support/processes.js';
 
 let n = 0;
 const endpoint = (overrides: Partial<NewEndpoint> = {}): NewEndpoint => {

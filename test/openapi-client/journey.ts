@@ -4,8 +4,8 @@
  * this file knows about the API. The e2e test type-checks it against freshly generated types, then runs it.
  */
 import createClient from 'openapi-fetch';
-import type { paths } from './generated/openapi';
-import type { JourneyResult } from './journey-result';
+import type { paths } from './generated/openapi.js';
+import type { JourneyResult } from './journey-result.js';
 
 export async function runJourney(baseUrl: string, adminToken: string, source: string, fetch?: (request: Request) => Promise<Response>): Promise<JourneyResult> {
   const admin = createClient<paths>({ baseUrl, fetch, headers: { Authorization: `Bearer ${adminToken}` } });

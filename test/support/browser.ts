@@ -63,7 +63,7 @@ export const BROWSER_TIMEOUT_MS = 90_000;
 
 /** Where a browser test writes a screenshot: inside the checkout (test-results/screenshots), for a person to look at. */
 export function screenshotPath(name: string): string {
-  const dir = join(__dirname, '..', '..', 'test-results', 'screenshots');
+  const dir = join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
   mkdirSync(dir, { recursive: true });
   return join(dir, name);
 }

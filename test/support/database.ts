@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { waitFor } from './processes';
+import { waitFor } from './processes.js';
 
 function serverUrl(): string {
   const url = process.env.TEST_SERVER_URL;

@@ -1,6 +1,7 @@
+import { jest } from '@jest/globals';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ClaimRequest, DeliveryClaimsRepository } from '../../src/outbound-webhooks/delivery-claims.repository';
-import { waitFor } from './processes';
+import { ClaimRequest, DeliveryClaimsRepository } from '../../src/outbound-webhooks/delivery-claims.repository.js';
+import { waitFor } from './processes.js';
 
 export interface ClaimWatch {
   /** The claim rounds started since the watch began (or since the test emptied this list), in order. */

@@ -3,9 +3,9 @@
  * stops the cluster cleanly on SIGTERM. A process of its own, so that a test can stop, kill or restart
  * the cluster independently of the Jest worker, as a real deployment's database would be.
  *
- *   node -r ts-node/register/transpile-only test/support/embedded-cluster.ts <dataDir> [port]
+ *   node --import @swc-node/register/esm-register test/support/embedded-cluster.ts <dataDir> [port]
  */
-import { startEmbeddedPostgres } from '../../src/database/embedded-postgres';
+import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 
 async function main(): Promise<void> {
   const [dataDir, port] = process.argv.slice(2);

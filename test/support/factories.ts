@@ -1,8 +1,8 @@
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomBytes } from 'node:crypto';
-import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature';
-import { waitFor } from './processes';
-import { TEST_ADMIN_TOKEN } from './test-app';
+import { BANK_WEBHOOK_PATH, signWebhook } from '../../src/webhooks/webhook-signature.js';
+import { waitFor } from './processes.js';
+import { TEST_ADMIN_TOKEN } from './test-app.js';
 
 export const adminHeaders = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
 

@@ -3,10 +3,10 @@ import { Test, TestingModule } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { AppConfig, loadConfig } from '../../src/config/app-config';
-import { DatabaseModule, requestPool } from '../../src/database/database.module';
-import type { NewDocument } from '../../src/documents/documents.repository';
-import { createTestDatabase, dropTestDatabase } from './database';
+import { AppConfig, loadConfig } from '../../src/config/app-config.js';
+import { DatabaseModule, requestPool } from '../../src/database/database.module.js';
+import type { NewDocument } from '../../src/documents/documents.repository.js';
+import { createTestDatabase, dropTestDatabase } from './database.js';
 
 export interface Medium {
   moduleRef: TestingModule;

@@ -1,4 +1,4 @@
-import Ajv from 'ajv';
+import { Ajv } from 'ajv';
 import fc from 'fast-check';
 
 /** The parts of an OpenAPI 3.0 schema object a request generator reads. */

@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 
-export const ROOT = join(__dirname, '..', '..');
+export const ROOT = join(import.meta.dirname, '..', '..');
 
 export interface Spawned {
   child: ChildProcess;
@@ -55,7 +55,7 @@ export function earlyInAMinute(): Promise<true> {
 
 /** A cluster in a child process (see embedded-cluster.ts); `stop` ends it cleanly, `url` reaches it. */
 export async function startClusterProcess(dataDir: string, port?: number): Promise<{ url: string; process: Spawned; stop: () => Promise<void> }> {
-  const args = ['-r', 'ts-node/register/transpile-only', 'test/support/embedded-cluster.ts', dataDir];
+  const args = ['--import', '@swc-node/register/esm-register', 'test/support/embedded-cluster.ts', dataDir];
   if (port) args.push(String(port));
   const spawned = spawnNode(args);
   // waitFor retries past a failing probe, so an early exit is a value here, turned into the error at once.

@@ -1,13 +1,12 @@
 import { Type } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { __resetOutOfContextForTests } from 'nestjs-pino/PinoLogger';
 import { Writable } from 'node:stream';
 import { Client } from 'pg';
-import { createApp } from '../../src/app.factory';
-import { loadConfig } from '../../src/config/app-config';
-import { freePort } from '../../src/database/embedded-postgres';
-import { createTestDatabase, dropTestDatabase } from './database';
-import { Spawned, startGateway, waitFor } from './processes';
+import { createApp } from '../../src/app.factory.js';
+import { loadConfig } from '../../src/config/app-config.js';
+import { freePort } from '../../src/database/embedded-postgres.js';
+import { createTestDatabase, dropTestDatabase } from './database.js';
+import { Spawned, startGateway, waitFor } from './processes.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 export const TEST_WEBHOOK_SECRET = 'test-webhook-secret-0123456789abcdef';
@@ -48,9 +47,6 @@ export async function startTestApp({ env = {}, databaseUrl, extraModules }: Test
     ...env,
     DATABASE_URL: url,
   });
-  // nestjs-pino keeps its logger for code outside a request in a module-level variable, set by the
-  // first app of the process; each test app needs its own, as each production process has.
-  __resetOutOfContextForTests();
   const app = await createApp({ config, databaseUrl: url, logDestination, extraModules });
   const db = new Client({ connectionString: url });
   // Outage tests stop the server under it; that connection is then simply gone.

@@ -1,13 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsDateString, IsEmail, IsIn, IsOptional, IsString, IsUUID, Length, ValidateIf } from 'class-validator';
-import { CursorParameter } from '../../common/cursor';
-import { TEXT_PATTERN } from '../../common/json-body-parser';
-import { PageLimit } from '../../common/page-limit';
-import { OptionalField } from '../../common/validation';
-import { ADMIN_ROLES } from '../admin.entity';
-import type { AdminRole } from '../admin.entity';
-import { ACTOR_TYPES, AUDIT_ACTIONS } from '../audit-log.entity';
-import type { AuditAction } from '../audit-log.entity';
+import { CursorParameter } from '../../common/cursor.js';
+import { TEXT_PATTERN } from '../../common/json-body-parser.js';
+import { PageLimit } from '../../common/page-limit.js';
+import { OptionalField } from '../../common/validation.js';
+import { ADMIN_ROLES } from '../admin.entity.js';
+import type { AdminRole } from '../admin.entity.js';
+import { ACTOR_TYPES, AUDIT_ACTIONS } from '../audit-log.entity.js';
+import type { AuditAction } from '../audit-log.entity.js';
 
 const ROLE_MESSAGE = `must be one of ${ADMIN_ROLES.join(', ')}`;
 export const NEXT_CURSOR = { nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last page' } as const;

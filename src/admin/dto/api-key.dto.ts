@@ -1,11 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDateString, IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Matches, Max, Min } from 'class-validator';
-import { TEXT_PATTERN } from '../../common/json-body-parser';
-import { NEXT_CURSOR, PageQueryDto } from './admin.dto';
-import { OptionalField } from '../../common/validation';
-import { SOURCE_PATTERN, SOURCE_RULE } from '../../common/source';
-import { BANK_EVENT_OUTCOMES } from '../../documents/bank-event.entity';
-import type { BankEventOutcome } from '../../documents/bank-event.entity';
+import { TEXT_PATTERN } from '../../common/json-body-parser.js';
+import { NEXT_CURSOR, PageQueryDto } from './admin.dto.js';
+import { OptionalField } from '../../common/validation.js';
+import { SOURCE_PATTERN, SOURCE_RULE } from '../../common/source.js';
+import { BANK_EVENT_OUTCOMES } from '../../documents/bank-event.entity.js';
+import type { BankEventOutcome } from '../../documents/bank-event.entity.js';
 
 export class CreateApiKeyDto {
   @ApiProperty({ example: 'acme-erp', pattern: SOURCE_PATTERN.source, description: 'The client application the key acts for' })

@@ -1,16 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
-import { SOURCE_PATTERN } from '../../common/source';
-import { DocumentEventDto } from '../../documents/dto/document-event.dto';
-import { DOCUMENT_TYPES } from '../../documents/document.entity';
-import type { DocumentType } from '../../documents/document.entity';
-import { DocumentResponseDto } from '../../documents/dto/document-response.dto';
-import { DOCUMENT_STATUSES } from '../../documents/lifecycle';
-import type { DocumentStatus } from '../../documents/lifecycle';
-import { AdminDeliveryDto } from '../../outbound-webhooks/dto/delivery.dto';
-import { AdminWebhookEndpointDto } from '../../outbound-webhooks/dto/webhook-endpoint.dto';
-import { NEXT_CURSOR, PageQueryDto } from './admin.dto';
+import { SOURCE_PATTERN } from '../../common/source.js';
+import { DocumentEventDto } from '../../documents/dto/document-event.dto.js';
+import { DOCUMENT_TYPES } from '../../documents/document.entity.js';
+import type { DocumentType } from '../../documents/document.entity.js';
+import { DocumentResponseDto } from '../../documents/dto/document-response.dto.js';
+import { DOCUMENT_STATUSES } from '../../documents/lifecycle.js';
+import type { DocumentStatus } from '../../documents/lifecycle.js';
+import { AdminDeliveryDto } from '../../outbound-webhooks/dto/delivery.dto.js';
+import { AdminWebhookEndpointDto } from '../../outbound-webhooks/dto/webhook-endpoint.dto.js';
+import { NEXT_CURSOR, PageQueryDto } from './admin.dto.js';
 
 export class AdminEndpointsQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ example: 'acme-erp', pattern: SOURCE_PATTERN.source, description: 'Only those of this source' })

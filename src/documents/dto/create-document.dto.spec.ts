@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import fc from 'fast-check';
-import { RESERVED_KEYS } from '../../common/json-body-parser';
-import { createValidationPipe } from '../../common/validation';
-import { DOCUMENT_TYPES } from '../document.entity';
-import { AppError } from '../../common/app-error';
-import { CreateDocumentDto, TaxpayerDto } from './create-document.dto';
+import { RESERVED_KEYS } from '../../common/json-body-parser.js';
+import { createValidationPipe } from '../../common/validation.js';
+import { DOCUMENT_TYPES } from '../document.entity.js';
+import { AppError } from '../../common/app-error.js';
+import { CreateDocumentDto, TaxpayerDto } from './create-document.dto.js';
 
 /** The application's validation pipe on a create body: the DTO's decorators are the only rules. */
 const pipe = createValidationPipe();

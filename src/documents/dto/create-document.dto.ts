@@ -11,10 +11,10 @@ import {
   ValidateNested,
   ValidationArguments,
 } from 'class-validator';
-import { DOCUMENT_TYPES } from '../document.entity';
-import type { DocumentType } from '../document.entity';
-import { SOURCE_PATTERN } from '../../common/source';
-import { TEXT_PATTERN } from '../../common/json-body-parser';
+import { DOCUMENT_TYPES } from '../document.entity.js';
+import type { DocumentType } from '../document.entity.js';
+import { SOURCE_PATTERN } from '../../common/source.js';
+import { TEXT_PATTERN } from '../../common/json-body-parser.js';
 import {
   AMOUNT_PATTERN,
   amountUnits,
@@ -24,8 +24,8 @@ import {
   ISO_CURRENCIES,
   METADATA_LIMITS,
   PROVIDER_REFERENCE_PATTERN,
-} from '../reference-data';
-import { OptionalField } from '../../common/validation';
+} from '../reference-data.js';
+import { OptionalField } from '../../common/validation.js';
 
 function rule(name: string, message: string, test: (value: unknown, args: ValidationArguments) => boolean) {
   return (target: object, propertyName: string) =>

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { DOCUMENT_STATUSES } from '../lifecycle';
+import { DOCUMENT_STATUSES } from '../lifecycle.js';
 
 /** An event of the feed, as GET /api/v1/events lists it and push deliveries send it. */
 export class DocumentEventDto {

@@ -1,8 +1,8 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { DOCUMENT_TYPES } from '../document.entity';
-import type { DocumentEntity } from '../document.entity';
-import { DOCUMENT_STATUSES } from '../lifecycle';
-import { TaxpayerDto } from './create-document.dto';
+import { DOCUMENT_TYPES } from '../document.entity.js';
+import type { DocumentEntity } from '../document.entity.js';
+import { DOCUMENT_STATUSES } from '../lifecycle.js';
+import { TaxpayerDto } from './create-document.dto.js';
 
 export class PaymentDto {
   @ApiProperty({ nullable: true, type: String, example: 'PAID', description: "The bank's last status applied or recorded (upper case)" })

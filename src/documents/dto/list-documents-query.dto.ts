@@ -1,12 +1,12 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length } from 'class-validator';
-import { TEXT_PATTERN } from '../../common/json-body-parser';
-import { CursorParameter } from '../../common/cursor';
-import { PageLimit } from '../../common/page-limit';
-import { DOCUMENT_TYPES } from '../document.entity';
-import type { DocumentType } from '../document.entity';
-import { DOCUMENT_STATUSES } from '../lifecycle';
-import type { DocumentStatus } from '../lifecycle';
+import { TEXT_PATTERN } from '../../common/json-body-parser.js';
+import { CursorParameter } from '../../common/cursor.js';
+import { PageLimit } from '../../common/page-limit.js';
+import { DOCUMENT_TYPES } from '../document.entity.js';
+import type { DocumentType } from '../document.entity.js';
+import { DOCUMENT_STATUSES } from '../lifecycle.js';
+import type { DocumentStatus } from '../lifecycle.js';
 
 export class ListDocumentsQueryDto {
   @ApiPropertyOptional({ enum: DOCUMENT_STATUSES, description: 'Only documents in this status' })

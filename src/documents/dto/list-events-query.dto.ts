@@ -1,5 +1,5 @@
-import { CursorParameter, FEED_CURSOR_PATTERN } from '../../common/cursor';
-import { PageLimit } from '../../common/page-limit';
+import { CursorParameter, FEED_CURSOR_PATTERN } from '../../common/cursor.js';
+import { PageLimit } from '../../common/page-limit.js';
 
 export class ListEventsQueryDto {
   @CursorParameter('Resume after this cursor (the nextCursor of the previous call); omit to start from the beginning', FEED_CURSOR_PATTERN)

@@ -1,11 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
-import { SOURCE_PATTERN } from '../../common/source';
-import { CursorParameter } from '../../common/cursor';
-import { PageLimit } from '../../common/page-limit';
-import { DELIVERY_STATUSES } from '../outbound-delivery.entity';
-import type { DeliveryStatus } from '../outbound-delivery.entity';
+import { SOURCE_PATTERN } from '../../common/source.js';
+import { CursorParameter } from '../../common/cursor.js';
+import { PageLimit } from '../../common/page-limit.js';
+import { DELIVERY_STATUSES } from '../outbound-delivery.entity.js';
+import type { DeliveryStatus } from '../outbound-delivery.entity.js';
 
 const STATUS_MESSAGE = `must be one of ${DELIVERY_STATUSES.join(', ')}`;
 

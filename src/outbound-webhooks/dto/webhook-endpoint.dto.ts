@@ -1,10 +1,10 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, MaxLength, ValidateIf } from 'class-validator';
-import { OptionalField } from '../../common/validation';
-import { MAX_URL_LENGTH } from '../endpoint-url';
-import { OUTBOUND_EVENT_TYPES } from '../webhook-endpoint.entity';
-import type { DisabledReason, OutboundEventType } from '../webhook-endpoint.entity';
+import { OptionalField } from '../../common/validation.js';
+import { MAX_URL_LENGTH } from '../endpoint-url.js';
+import { OUTBOUND_EVENT_TYPES } from '../webhook-endpoint.entity.js';
+import type { DisabledReason, OutboundEventType } from '../webhook-endpoint.entity.js';
 
 const EVENT_TYPES_MESSAGE = `must be a non-empty list of distinct values from ${OUTBOUND_EVENT_TYPES.join(', ')}`;
 

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { removeDataDir } from '../../src/database/embedded-postgres-layout';
-import { listRootClusters, removeRootCluster, ROOT_CLUSTERS_HOME } from '../../src/database/root-clusters';
+import { removeDataDir } from '../../src/database/embedded-postgres-layout.js';
+import { listRootClusters, removeRootCluster, ROOT_CLUSTERS_HOME } from '../../src/database/root-clusters.js';
 
 const inTmp = (path: string) => !relative(tmpdir(), path).startsWith('..');
 

@@ -2,8 +2,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { listRootClusters } from '../../src/database/root-clusters';
-import { ROOT, startClusterProcess } from './processes';
+import { listRootClusters } from '../../src/database/root-clusters.js';
+import { ROOT, startClusterProcess } from './processes.js';
 
 /**
  * One PostgreSQL server for the whole run: TEST_DATABASE_URL when set, otherwise an embedded cluster

@@ -1,0 +1,19 @@
+import { AdminAuthFailureEntity } from '../admin/admin-auth-failure.entity.js';
+import { AdminEntity, AdminTokenEntity, AdminSessionEntity, AdminOidcLoginEntity } from '../admin/admin.entity.js';
+import { AuditLogEntity } from '../admin/audit-log.entity.js';
+import { ApiKeyEntity } from '../auth/api-key.entity.js';
+import { BankEventEntity } from '../documents/bank-event.entity.js';
+import { DocumentEventEntity } from '../documents/document-event.entity.js';
+import { DocumentEntity } from '../documents/document.entity.js';
+import { IdempotencyRecordEntity } from '../idempotency/idempotency-record.entity.js';
+import { OutboundDeliveryAttemptEntity } from '../outbound-webhooks/outbound-delivery-attempt.entity.js';
+import { OutboundDeliveryEntity } from '../outbound-webhooks/outbound-delivery.entity.js';
+import { WebhookEndpointEntity } from '../outbound-webhooks/webhook-endpoint.entity.js';
+
+/**
+ * Every table's entity, for each data source: the application's, the CLI's and the migrations' (which
+ * `migration:generate` diffs against the database). A list rather than a file pattern: the gateway is an
+ * ES module, and TypeORM would import each matched file itself. Each module's `forFeature` names the ones
+ * its repositories use; entities.spec.ts checks this list against the `*.entity.ts` files.
+ */
+export const ENTITIES = [AdminAuthFailureEntity, AdminEntity, AdminTokenEntity, AdminSessionEntity, AdminOidcLoginEntity, AuditLogEntity, ApiKeyEntity, BankEventEntity, DocumentEventEntity, DocumentEntity, IdempotencyRecordEntity, OutboundDeliveryAttemptEntity, OutboundDeliveryEntity, WebhookEndpointEntity];
