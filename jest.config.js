@@ -7,11 +7,14 @@
  *
  * The gateway is an ES module, and so are its specs: Jest runs them as such (`npm test` starts Node with
  * --experimental-vm-modules), and its resolver drops the `.js` that ES modules write in relative imports.
- * The TypeScript client is a CommonJS package of its own; its specs are compiled as it is.
+ * The global set-up and teardown run in Jest's own process, where @swc-node/register (npm test's --import)
+ * compiles them and what they import.
  */
 const esm = {
   transform: {
-    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', useESM: true }],
+    // ES modules all: the TypeScript client, a CommonJS package of its own, included (its tests use no
+    // module-system feature).
+    '^.+\\.ts$': ['ts-jest', { tsconfig: { module: 'esnext', moduleResolution: 'bundler' }, useESM: true }],
     // ES-module-only packages that CommonJS dependencies require (light-my-request, behind Fastify's
     // inject, requires cookie; @fastify/static requires content-disposition). Node does that itself, but
     // Jest only from Node 24.9 on; before, it compiles them to CommonJS when they are required.
@@ -31,15 +34,8 @@ export default {
       displayName: 'unit',
       testEnvironment: 'node',
       rootDir: '.',
-      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/deploy/**/*.spec.ts'],
+      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/clients/typescript/src/**/*.spec.ts', '<rootDir>/test/deploy/**/*.spec.ts'],
       ...esm,
-    },
-    {
-      displayName: 'unit',
-      testEnvironment: 'node',
-      rootDir: '.',
-      testMatch: ['<rootDir>/clients/typescript/src/**/*.spec.ts'],
-      transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'clients/typescript/tsconfig.json' }] },
     },
     { displayName: 'medium', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/test/medium/**/*.medium-spec.ts'], ...esm, ...withDatabase },
     { displayName: 'e2e', testEnvironment: 'node', rootDir: '.', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], ...esm, ...withDatabase },

@@ -1,6 +1,6 @@
 /**
  * The retention purge of document_events at a scale a workstation holds, against what time-range
- * partitions would cost: `DATABASE_URL=postgres://…/scratch npx ts-node -T bench/retention.ts`.
+ * partitions would cost: `DATABASE_URL=postgres://…/scratch node --import @swc-node/register/esm-register bench/retention.ts`.
  * DATABASE_URL must name a scratch database of its own: the script migrates it, fills it, purges it and
  * drops what it made (the gateway's tables stay, emptied). The figures in docs/operations.md (Retention)
  * come from it.

@@ -1,5 +1,5 @@
 /**
- * `npm run build && npx ts-node -T scripts/hostile-body.ts`: how long the gateway takes to refuse
+ * `npm run build && npm run bench:hostile`: how long the gateway takes to refuse
  * bodies built to be expensive (about 110,000 unknown keys in just under 1 MiB; 6,000 keys under the
  * JSON route limit; a valid document as a reference), and the longest `/health/live` waited
  * meanwhile. The built gateway runs in its own process (DATABASE_URL, or an embedded cluster in a

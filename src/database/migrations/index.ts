@@ -23,7 +23,7 @@ import { TraceParent1795327111523 } from './1795327111523-TraceParent.js';
 
 /**
  * The migrations in the order they run (their timestamps'). A list rather than a file pattern, as for the
- * entities (src/database/entities.ts): a new migration is added here; migrations.spec.ts checks that
+ * entities (src/database/entities.ts): a new migration is added here; src/database/entities.spec.ts checks that
  * every file of this folder is.
  */
 export const MIGRATIONS = [
