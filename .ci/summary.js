@@ -1,6 +1,6 @@
 // Adds up the Jest --json result files of every run (.ci/run: Node 20 embedded and server, Node 24)
 // into the one closing line CI reads: "tests: N passed, N failed".
-const { readFileSync } = require('node:fs');
+import { readFileSync } from 'node:fs';
 
 let passed = 0;
 let failed = 0;

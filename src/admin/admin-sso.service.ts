@@ -13,8 +13,8 @@ import { AuditLogService } from './audit-log.service.js';
 /** Sign-ins under way (started, not finished, not expired: ten minutes) per address. */
 export const MAX_SIGN_INS_UNDER_WAY = 20;
 
-type OpenIdClient = typeof import('openid-client', { with: { 'resolution-mode': 'import' } });
-type Configuration = import('openid-client', { with: { 'resolution-mode': 'import' } }).Configuration;
+type OpenIdClient = typeof import('openid-client');
+type Configuration = import('openid-client').Configuration;
 
 export const SESSION_TOKEN_PREFIX = 'tdgs_';
 
@@ -141,7 +141,7 @@ export class AdminSsoService {
 
   private discover(): Promise<{ lib: OpenIdClient; configuration: Configuration }> {
     this.provider ??= (async () => {
-      // openid-client is an ES module; loaded on the first sign-in, so a gateway without SSO never loads it.
+      // Loaded on the first sign-in, so a gateway without SSO never loads it.
       const lib = await import('openid-client');
       const issuer = new URL(this.config.OIDC_ISSUER_URL!);
       // The configuration allows plain HTTP only for a provider on a loopback address (a local trial).

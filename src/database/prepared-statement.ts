@@ -101,7 +101,7 @@ export async function runTogether<const Statements extends readonly Bound[]>(man
   // Its connection was given back, or lost (TypeORM then gives it back at once): a statement sent now could
   // land in another request's transaction. Nothing is sent, and what the transaction wrote is gone.
   if (transaction?.isReleased) throw new DatabaseUnavailable('session_ended', new Error('This transaction has ended: its connection was given back or lost'));
-  const runner = transaction ?? manager.connection.createQueryRunner();
+  const runner = transaction ?? manager.dataSource.createQueryRunner();
   try {
     const client = await connectionOf(runner);
     // Every answer is awaited before the connection can go back: none may arrive on its next user's watch.
@@ -152,7 +152,7 @@ export async function runAndCommit<const Statements extends readonly Bound[]>(tr
  */
 export async function transactionOf<const Statements extends readonly Bound[]>(manager: EntityManager, statements: Statements): Promise<RowsOf<Statements>> {
   const sent = statements.map(({ statement, values }) => ({ statement, values: sendable(values) }));
-  const runner = manager.connection.createQueryRunner();
+  const runner = manager.dataSource.createQueryRunner();
   try {
     const client = await connectionOf(runner);
     const begun = client.query(BEGIN).then(() => []);
