@@ -45,6 +45,9 @@ export function buildDataSourceOptions(url: string, pool?: PoolOptions): DataSou
     migrations: MIGRATIONS,
     subscribers: [AfterCommitSubscriber],
     migrationsTableName: 'migrations',
+    // A null or undefined value in a find's or an update's criteria is an error, never a condition left out
+    // (which would widen the query): TypeORM 1's default, stated here because 0.3 did the opposite.
+    invalidWhereValuesBehavior: { null: 'throw', undefined: 'throw' },
     migrationsTransactionMode: 'each',
     synchronize: false,
     migrationsRun: false,

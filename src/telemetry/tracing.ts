@@ -12,8 +12,8 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
 }
 
 /**
- * Starts the SDK when `tracingRequested`. Must run before Fastify, pg, pino and undici are first required:
- * the instrumentations hook `require`, so `src/instrument.ts` is the first import of `main.ts`.
+ * Starts the SDK when `tracingRequested`. Must run before Fastify, pg, pino and undici are first imported:
+ * the instrumentations hook `require` and `import`, so `main.ts` imports the server only after `instrument.ts`.
  */
 export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
   if (!tracingRequested(env)) return false;

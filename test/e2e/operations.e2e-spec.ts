@@ -75,6 +75,14 @@ describe('operations endpoints', () => {
     const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     const entry = entries.find((e) => (e.req as { id?: string } | undefined)?.id === 'log-check-1');
     expect(entry).toMatchObject({ msg: 'request completed', req: { method: 'GET', url: '/health/live' }, res: { statusCode: 200 } });
+    // The line's whole shape, field by field, as operators' queries read it.
+    expect(Object.keys(entry!)).toEqual(['level', 'time', 'pid', 'hostname', 'req', 'res', 'responseTime', 'msg']);
+    expect(entry!.req).toEqual({ id: 'log-check-1', method: 'GET', url: '/health/live', remoteAddress: '127.0.0.1' });
+    expect(entry!.responseTime).toEqual(expect.any(Number));
+    // Nest's own lines name their context beside the message.
+    const started = entries.find((e) => e.msg === 'Nest application successfully started');
+    expect(started && Object.keys(started)).toEqual(['level', 'time', 'pid', 'hostname', 'context', 'msg']);
+    expect(started).toMatchObject({ level: 30, context: 'NestApplication' });
     for (const value of Object.values(secrets)) expect(t.logs()).not.toContain(value);
     expect(t.logs()).not.toContain('SECRETKEYVALUE');
   });

@@ -15,7 +15,7 @@ export default async function globalSetup(): Promise<void> {
   }
   // The medium and e2e projects share one server: whichever of them starts first sets it up.
   if (process.env.TEST_SERVER_URL) return;
-  // As root, the clusters there before the run: global-teardown.ts removes what the run leaves beside them.
+  // As root, the clusters there before the run: global-teardown.mts removes what the run leaves beside them.
   if (process.getuid?.() === 0) {
     (globalThis as { __clustersBefore?: Set<string> }).__clustersBefore = new Set((await listRootClusters(undefined, { sizes: false })).map((c) => c.id));
   }

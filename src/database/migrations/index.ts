@@ -22,7 +22,7 @@ import { SignInStartAddress1795327111522 } from './1795327111522-SignInStartAddr
 import { TraceParent1795327111523 } from './1795327111523-TraceParent.js';
 
 /**
- * The migrations in the order they run (their timestamps'). A list rather than a file pattern, as for the
+ * The migrations, in the order of their timestamps (the order TypeORM runs them in). A list rather than a file pattern, as for the
  * entities (src/database/entities.ts): a new migration is added here; src/database/entities.spec.ts checks that
  * every file of this folder is.
  */
