@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { ApiKeysService, ApiKeyView } from '../auth/api-keys.service.js';
 import { AppError } from '../common/app-error.js';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditContext } from './admin-actor.js';
 import { AuditLogService } from './audit-log.service.js';
+import { Transactions } from '../database/transaction.js';
 
 export type IssuedKeyView = ApiKeyView & { key: string };
 
@@ -12,7 +11,7 @@ export type IssuedKeyView = ApiKeyView & { key: string };
 @Injectable()
 export class AdminApiKeysService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
     private readonly apiKeys: ApiKeysService,
     private readonly audit: AuditLogService,
   ) {}
@@ -22,7 +21,7 @@ export class AdminApiKeysService {
     if (expiresAt && expiresAt <= new Date()) {
       throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
     }
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const { row, key } = await this.apiKeys.issue(tx, { source: input.source, name: input.name, expiresAt });
       await this.audit.record(tx, context, { action: 'api_key.created', target: { type: 'api_key', id: row.id }, source: row.source });
       return { ...ApiKeysService.view(row), key };
@@ -39,7 +38,7 @@ export class AdminApiKeysService {
   }
 
   revoke(context: AuditContext, id: string): Promise<ApiKeyView> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const key = await this.apiKeys.revoke(tx, id);
       await this.audit.record(tx, context, { action: 'api_key.revoked', target: { type: 'api_key', id: key.id }, source: key.source });
       return ApiKeysService.view(key);
@@ -47,7 +46,7 @@ export class AdminApiKeysService {
   }
 
   rotate(context: AuditContext, id: string, graceSeconds: number): Promise<IssuedKeyView> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const { old, issued } = await this.apiKeys.rotate(tx, id, graceSeconds);
       await this.audit.record(tx, context, { action: 'api_key.rotated', target: { type: 'api_key', id: old.id }, source: old.source });
       await this.audit.record(tx, context, { action: 'api_key.created', target: { type: 'api_key', id: issued.row.id }, source: old.source });

@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { DocumentEventsService, DocumentEventView } from '../documents/document-events.service.js';
 import { DocumentsService, ReferenceClaimsView } from '../documents/documents.service.js';
 import { DocumentResponseDto } from '../documents/dto/document-response.dto.js';
@@ -11,6 +9,7 @@ import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliver
 import { WebhookEndpointsService } from '../outbound-webhooks/webhook-endpoints.service.js';
 import { AuditContext } from './admin-actor.js';
 import { AuditLogService } from './audit-log.service.js';
+import { Transactions } from '../database/transaction.js';
 
 /** At most this many of a document's deliveries are shown with it; the deliveries list pages through the rest. */
 const DOCUMENT_DELIVERIES = 50;
@@ -29,7 +28,7 @@ export interface DocumentDetail extends ReferenceClaimsView {
 @Injectable()
 export class AdminOperationsService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
     private readonly documents: DocumentsService,
     private readonly events: DocumentEventsService,
     private readonly payments: PaymentsService,
@@ -39,7 +38,7 @@ export class AdminOperationsService {
   ) {}
 
   setEndpointEnabled(context: AuditContext, id: string, enabled: boolean): Promise<AdminWebhookEndpointDto> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const endpoint = await this.endpoints.setEnabledByAdmin(tx, id, enabled);
       await this.audit.record(tx, context, {
         action: enabled ? 'webhook_endpoint.enabled' : 'webhook_endpoint.disabled',
@@ -51,7 +50,7 @@ export class AdminOperationsService {
   }
 
   retryDelivery(context: AuditContext, id: string): Promise<AdminDeliveryDto> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const delivery = await this.deliveries.retryForAdmin(tx, id);
       await this.audit.record(tx, context, { action: 'outbound_delivery.retried', target: { type: 'outbound_delivery', id: delivery.id }, source: delivery.source });
       return delivery;
@@ -59,9 +58,10 @@ export class AdminOperationsService {
   }
 
   applyBankEvent(context: AuditContext, eventId: string, documentId: string): Promise<BankEventView> {
-    return this.dataSource.transaction(async (tx) => {
+    // The audit entry is written through TypeORM, so the transaction is one TypeORM knows of.
+    return this.transactions.managed(async (manager, tx) => {
       const { event, document } = await this.payments.applyTo(tx, eventId, documentId);
-      await this.audit.record(tx, context, { action: 'webhook_event.applied', target: { type: 'webhook_event', id: eventId }, source: document.source });
+      await this.audit.record(manager, context, { action: 'webhook_event.applied', target: { type: 'webhook_event', id: eventId }, source: document.source });
       return event;
     });
   }

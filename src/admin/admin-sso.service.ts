@@ -4,11 +4,10 @@ import { randomBytes } from 'node:crypto';
 import { AppError } from '../common/app-error.js';
 import { generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token.js';
 import { AppConfig } from '../config/app-config.js';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditContext } from './admin-actor.js';
 import { AdminsRepository } from './admins.repository.js';
 import { AuditLogService } from './audit-log.service.js';
+import { Transactions } from '../database/transaction.js';
 
 /** Sign-ins under way (started, not finished, not expired: ten minutes) per address. */
 export const MAX_SIGN_INS_UNDER_WAY = 20;
@@ -38,7 +37,7 @@ export class AdminSsoService {
 
   constructor(
     private readonly config: AppConfig,
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
     private readonly admins: AdminsRepository,
     private readonly audit: AuditLogService,
   ) {}
@@ -102,7 +101,7 @@ export class AdminSsoService {
 
     const sessionToken = generateOpaqueToken(SESSION_TOKEN_PREFIX);
     const maxAgeSeconds = this.config.ADMIN_SESSION_MAX_SECONDS;
-    await this.dataSource.transaction(async (tx) => {
+    await this.transactions.managed(async (tx) => {
       const sessionId = await this.admins.insertSession(tx, {
         adminId: admin.id,
         tokenHash: hashOpaqueToken(sessionToken),
@@ -119,7 +118,7 @@ export class AdminSsoService {
 
   /** Ends a console session: its cookie stops working on every instance at once. */
   signOut(context: AuditContext, sessionId: string): Promise<void> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       await this.admins.endSession(tx, sessionId);
       await this.audit.record(tx, context, { action: 'admin.signed_out', target: { type: 'admin_session', id: sessionId } });
     });
@@ -133,7 +132,7 @@ export class AdminSsoService {
 
   private async refuse(context: Omit<AuditContext, 'actor'>, reason: RefusalReason, email: string | null): Promise<SignInOutcome> {
     this.logger.warn({ reason, remoteAddress: context.remoteAddress }, 'Console sign-in refused');
-    await this.dataSource.transaction((tx) =>
+    await this.transactions.managed((tx) =>
       this.audit.record(tx, { ...context, actor: { type: 'session', adminId: null, email } }, { action: 'admin.sign_in_refused' }),
     );
     return { kind: 'refused', reason };

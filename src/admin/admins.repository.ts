@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, IsNull, Raw, Repository } from 'typeorm';
 import { AdminEntity, AdminOidcLoginEntity, AdminRole, AdminSessionEntity, AdminTokenEntity } from './admin.entity.js';
+import { Transactions } from '../database/transaction.js';
 
 export type NewAdmin = Pick<AdminEntity, 'email' | 'name' | 'role'>;
 export type NewAdminToken = Pick<AdminTokenEntity, 'adminId' | 'name' | 'tokenHash' | 'prefix' | 'last4' | 'expiresAt'>;
@@ -66,6 +67,7 @@ export class AdminsRepository {
     @InjectRepository(AdminTokenEntity) private readonly tokens: Repository<AdminTokenEntity>,
     @InjectRepository(AdminSessionEntity) private readonly sessions: Repository<AdminSessionEntity>,
     @InjectRepository(AdminOidcLoginEntity) private readonly logins: Repository<AdminOidcLoginEntity>,
+    private readonly transactions: Transactions,
   ) {}
 
   /** Null when an admin with that email (in any case) exists: uq_admins_email on lower(email) decides. */
@@ -161,7 +163,7 @@ export class AdminsRepository {
    * step for concurrent starts.
    */
   async insertLogin(login: Pick<AdminOidcLoginEntity, 'state' | 'nonce' | 'codeVerifier'> & { remoteAddress: string }, maxLive: number): Promise<{ started: true } | { started: false; secondsLeft: number }> {
-    return this.logins.manager.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(${SIGN_IN_LOCK_NAMESPACE}, hashtext($1))`, [login.remoteAddress]);
       const live = { remoteAddress: login.remoteAddress, expiresAt: Raw((at) => `${at} > now()`) };
       if ((await tx.getRepository(AdminOidcLoginEntity).countBy(live)) >= maxLive) {

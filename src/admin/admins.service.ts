@@ -3,13 +3,13 @@ import { AppError } from '../common/app-error.js';
 import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor.js';
 import { displayParts, generateOpaqueToken, hashOpaqueToken } from '../common/opaque-token.js';
 import { isUuid } from '../common/validation.js';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import { EntityManager } from 'typeorm';
 import { AdminPrincipal, AuditContext } from './admin-actor.js';
 import type { AdminEntity, AdminRole, AdminTokenEntity } from './admin.entity.js';
 import type { AuditChanges } from './audit-log.entity.js';
 import { AdminsRepository } from './admins.repository.js';
 import { AuditLogService } from './audit-log.service.js';
+import { Transactions } from '../database/transaction.js';
 
 export const ADMIN_TOKEN_PREFIX = 'adm_tax_';
 
@@ -52,13 +52,13 @@ function changesOf(before: AdminEntity, after: AdminEntity): AuditChanges {
 @Injectable()
 export class AdminsService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
     private readonly admins: AdminsRepository,
     private readonly audit: AuditLogService,
   ) {}
 
   create(context: AuditContext, input: { email: string; role: AdminRole; name?: string }): Promise<AdminView> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const admin = await this.admins.insert(tx, { email: input.email, name: input.name ?? null, role: input.role });
       if (!admin) throw new AppError('DUPLICATE_ADMIN', 'An administrator with this email exists');
       await this.audit.record(tx, context, { action: 'admin.created', target: { type: 'admin', id: admin.id } });
@@ -82,7 +82,7 @@ export class AdminsService {
    * brings back its tokens (revoke those separately), never a session.
    */
   update(context: AuditContext, id: string, change: { role?: AdminRole; name?: string | null; disabled?: boolean }): Promise<AdminView> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const current = await this.find(id, tx);
       // Disabling keeps the first time it was disabled; enabling clears it.
       const disabledAt = change.disabled === undefined ? undefined : change.disabled ? (current.disabledAt ?? new Date()) : null;
@@ -103,7 +103,7 @@ export class AdminsService {
       // A token that expires cannot extend itself by making another (README, "Administration").
       throw AppError.validation([{ field: 'expiresAt', message: `must be at most ${outlived.toISOString()}, when the token making this request expires` }]);
     }
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const admin = await this.find(adminId, tx);
       if (admin.disabledAt) throw new AppError('INVALID_STATE_TRANSITION', 'A disabled administrator gets no new token');
       const token = generateOpaqueToken(ADMIN_TOKEN_PREFIX);
@@ -120,7 +120,7 @@ export class AdminsService {
 
   /** By an `admin`, or by the token's own admin; revoking twice keeps the first time. */
   revokeToken(principal: AdminPrincipal & AuditContext, tokenId: string): Promise<AdminTokenView> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.managed(async (tx) => {
       const token = isUuid(tokenId) ? await this.admins.findTokenForUpdate(tx, tokenId) : null;
       if (!token) throw new AppError('NOT_FOUND', 'No such admin token');
       this.mayManageTokensOf(principal, token.adminId);

@@ -21,7 +21,7 @@ export function afterCommit(manager: EntityManager, listener: () => void): void 
 
 /**
  * Takes what `afterCommit` put on `runner`'s transaction off it, for a caller that learns for itself
- * whether the commit happened (runAndCommit): TypeORM reports a COMMIT as a commit even when PostgreSQL
+ * whether the commit happened (Transaction.commit): TypeORM reports a COMMIT as a commit even when PostgreSQL
  * answered it with a rollback.
  */
 export function takeAfterCommit(runner: QueryRunner): Array<() => void> {

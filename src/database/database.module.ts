@@ -7,6 +7,7 @@ import { ConnectionGate } from './connection-gate.js';
 import { clientConfig } from './connection-options.js';
 import { runMigrations } from './migrations-runner.js';
 import { PoolStatistics } from './pool-statistics.js';
+import { Transactions } from './transaction.js';
 import { buildDataSourceOptions, PoolOptions } from './typeorm-options.js';
 
 /** The database's address: DATABASE_URL, or the embedded cluster's, resolved before the module is built. */
@@ -95,8 +96,9 @@ export class DatabaseModule {
         { provide: DATABASE_URL, useValue: url },
         { provide: PoolStatistics, useValue: statistics },
         { provide: ConnectionGate, useValue: gate },
+        Transactions,
       ],
-      exports: [DATABASE_URL, PoolStatistics, ConnectionGate],
+      exports: [DATABASE_URL, PoolStatistics, ConnectionGate, Transactions],
     };
   }
 }

@@ -40,3 +40,22 @@ export function placeholders(count: number, first = 1): string {
  * exact position of a row in a keyset page ordered by (created_at, id); a Date keeps only milliseconds.
  */
 export const MICROSECONDS_OF_CREATED_AT = (alias: string) => `(extract(epoch FROM ${alias}.created_at) * 1000000)::bigint::text`;
+
+/**
+ * `("a", "b") SELECT * FROM unnest($first::type[], …)`: the columns of `properties` and one array
+ * parameter per column, for an INSERT of any number of rows with one statement text (`arraysOf` makes
+ * the arrays). The types are the entity's own column types.
+ */
+export function unnestColumnsOf<T>(metadata: EntityMetadata, properties: readonly (keyof T & string)[], first = 1): string {
+  const types = properties.map((property, index) => {
+    const column = metadata.findColumnWithPropertyName(property);
+    if (!column || typeof column.type !== 'string') throw new Error(`${metadata.name} has no column ${property} with a SQL type`);
+    return `$${first + index}::${column.type}[]`;
+  });
+  return `(${columnsOf<T>(metadata, properties)}) SELECT * FROM unnest(${types.join(', ')})`;
+}
+
+/** The values of `properties` of each row, as one array per property: the parameters `unnestColumnsOf` names. */
+export function arraysOf<T>(rows: readonly T[], properties: readonly (keyof T & string)[]): unknown[][] {
+  return properties.map((property) => rows.map((row) => row[property]));
+}

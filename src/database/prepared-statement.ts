@@ -1,7 +1,6 @@
 import type { PoolClient, QueryResultRow } from 'pg';
 import { EntityManager, QueryRunner } from 'typeorm';
 import { asDatabaseUnavailable, DatabaseUnavailable } from '../common/database-failure.js';
-import { takeAfterCommit } from './after-commit.js';
 
 /**
  * The values as pg will send them, with objects already JSON, as pg would make them: pg sends a named
@@ -11,7 +10,7 @@ import { takeAfterCommit } from './after-commit.js';
  * alone. An object value becomes its JSON once; objects inside an array are only checked here, and pg
  * makes the array.
  */
-function sendable(values: readonly unknown[]): unknown[] {
+export function sendable(values: readonly unknown[]): unknown[] {
   const check = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(check);
     if (isJson(value)) JSON.stringify(value);
@@ -28,7 +27,7 @@ const isJson = (value: unknown): value is object =>
 
 const declared = new Map<string, string>();
 
-/** A statement with its values, for `runTogether`, `runAndCommit` and `transactionOf`. */
+/** A statement with its values, for a transaction (src/database/transaction.ts). */
 export interface Bound<Row extends QueryResultRow = QueryResultRow> {
   readonly statement: PreparedStatement<Row>;
   readonly values: readonly unknown[];
@@ -56,22 +55,18 @@ export class PreparedStatement<Row extends QueryResultRow = QueryResultRow> {
     declared.set(name, text);
   }
 
-  /** A statement declared before, by its name (for tests that examine a repository's plans). */
-  static named(name: string): PreparedStatement {
-    const text = declared.get(name);
-    if (text === undefined) throw new Error(`No prepared statement is named "${name}"`);
-    return new PreparedStatement(name, text);
-  }
-
-  /** The statement with these values, for `runTogether`. */
+  /** The statement with these values, for a transaction (src/database/transaction.ts). */
   with(...values: unknown[]): Bound<Row> {
     return { statement: this, values };
   }
 
-  /** Its rows, run in `manager`'s transaction, or (the data source's own manager) alone on a pooled connection. */
-  async run(manager: EntityManager, values: readonly unknown[] = []): Promise<Row[]> {
-    const [rows] = await runTogether(manager, [this.with(...values)]);
-    return rows;
+  /**
+   * Its rows, run alone on a pooled connection (it commits by itself). Never inside a transaction: what
+   * runs there goes through the Transaction that opened it (src/database/transaction.ts).
+   */
+  run(manager: EntityManager, values: readonly unknown[] = []): Promise<Row[]> {
+    if (manager.queryRunner) throw new Error('PreparedStatement.run runs alone; in a transaction, use its Transaction');
+    return runAlone(manager, this, values);
   }
 
   send(client: PoolClient, values: readonly unknown[]): Promise<Row[]> {
@@ -89,80 +84,15 @@ export class PreparedStatement<Row extends QueryResultRow = QueryResultRow> {
 }
 
 /**
- * Statements sent together on one connection, in order, without waiting for each other's answer (the
- * pool's connections are in pg's pipeline mode): one round trip, each statement still run alone and with
- * a snapshot of its own. In `manager`'s transaction when it has one, else on one pooled connection taken
- * for them (each then commits by itself). The first failure is thrown; a failure that means the database
- * could not serve the request as a DatabaseUnavailable.
+ * A statement alone, outside any transaction, on a pooled connection taken for it (it commits by itself):
+ * the reads of the hot paths and single-statement writes. A failure that means the database could not
+ * serve the request is thrown as a DatabaseUnavailable.
  */
-export async function runTogether<const Statements extends readonly Bound[]>(manager: EntityManager, statements: Statements): Promise<RowsOf<Statements>> {
-  const sent = statements.map(({ statement, values }) => ({ statement, values: sendable(values) }));
-  const transaction = manager.queryRunner;
-  // Its connection was given back, or lost (TypeORM then gives it back at once): a statement sent now could
-  // land in another request's transaction. Nothing is sent, and what the transaction wrote is gone.
-  if (transaction?.isReleased) throw new DatabaseUnavailable('session_ended', new Error('This transaction has ended: its connection was given back or lost'));
-  const runner = transaction ?? manager.dataSource.createQueryRunner();
-  try {
-    const client = await connectionOf(runner);
-    // Every answer is awaited before the connection can go back: none may arrive on its next user's watch.
-    return firstFailureOf(await Promise.allSettled(sent.map(({ statement, values }) => statement.send(client, values)))) as RowsOf<Statements>;
-  } catch (error) {
-    throw asDatabaseUnavailable(error);
-  } finally {
-    if (!transaction) await runner.release();
-  }
-}
-
-/**
- * The last statements of `transaction` (a QueryRunner's, begun with startTransaction) and its COMMIT, sent
- * together: one round trip. COMMIT follows them on the connection without waiting for their answers; if
- * one fails, PostgreSQL has ended the transaction by the time COMMIT arrives (it answers ROLLBACK, which
- * TypeORM reports as a commit): nothing is committed, and that failure is thrown. What afterCommit put on
- * the transaction is therefore run here, once every answer says it committed, and dropped otherwise.
- */
-export async function runAndCommit<const Statements extends readonly Bound[]>(transaction: QueryRunner, statements: Statements): Promise<RowsOf<Statements>> {
-  const sent = statements.map(({ statement, values }) => ({ statement, values: sendable(values) }));
-  const client = await connectionOf(transaction);
-  const owed = takeAfterCommit(transaction);
-  const answers = Promise.allSettled(sent.map(({ statement, values }) => statement.send(client, values)));
-  const committed = transaction.commitTransaction().then(
-    () => null,
-    (error: unknown) => error,
-  );
-  const rows = await answers;
-  const commitFailure = await committed;
-  let result: RowsOf<Statements>;
-  try {
-    result = firstFailureOf(rows) as RowsOf<Statements>;
-    if (commitFailure) throw commitFailure;
-  } catch (error) {
-    throw asDatabaseUnavailable(error);
-  }
-  owed.forEach((listener) => listener());
-  return result;
-}
-
-/**
- * A whole transaction of statements known in advance, on a pooled connection: BEGIN, the statements and
- * COMMIT, sent together (one round trip). Such a transaction needs no state in TypeORM (nothing runs
- * between its statements), and its startTransaction() would wait for BEGIN's answer before anything else
- * is sent. A statement that fails aborts the transaction, so those behind it do not run and PostgreSQL
- * answers the COMMIT with a rollback; the first failure is thrown. Once the COMMIT's answer has arrived
- * the connection is outside any transaction, whatever happened; a connection lost meanwhile is closed.
- */
-export async function transactionOf<const Statements extends readonly Bound[]>(manager: EntityManager, statements: Statements): Promise<RowsOf<Statements>> {
-  const sent = statements.map(({ statement, values }) => ({ statement, values: sendable(values) }));
+async function runAlone<Row extends QueryResultRow>(manager: EntityManager, statement: PreparedStatement<Row>, values: readonly unknown[]): Promise<Row[]> {
   const runner = manager.dataSource.createQueryRunner();
   try {
     const client = await connectionOf(runner);
-    const begun = client.query(BEGIN).then(() => []);
-    const rows = sent.map(({ statement, values }) => statement.send(client, values));
-    const committed = client.query(COMMIT);
-    const answers = await Promise.allSettled([begun, ...rows, committed.then(() => [])]);
-    const result = firstFailureOf(answers).slice(1, -1) as RowsOf<Statements>;
-    // Without a failure reported, PostgreSQL cannot have rolled back; checked all the same, as nothing may be claimed committed that is not.
-    if ((await committed).command !== 'COMMIT') throw new Error('The transaction was rolled back at COMMIT');
-    return result;
+    return await statement.send(client, sendable(values));
   } catch (error) {
     throw asDatabaseUnavailable(error);
   } finally {
@@ -170,10 +100,8 @@ export async function transactionOf<const Statements extends readonly Bound[]>(m
   }
 }
 
-const BEGIN = { text: 'BEGIN' };
-const COMMIT = { text: 'COMMIT' };
-
-async function connectionOf(runner: QueryRunner): Promise<PoolClient> {
+/** The connection a QueryRunner hands out (`QueryRunner.connect()`), or a DatabaseUnavailable. */
+export async function connectionOf(runner: QueryRunner): Promise<PoolClient> {
   try {
     return (await runner.connect()) as PoolClient;
   } catch (error) {
@@ -181,7 +109,8 @@ async function connectionOf(runner: QueryRunner): Promise<PoolClient> {
   }
 }
 
-function firstFailureOf(answers: PromiseSettledResult<QueryResultRow[]>[]): QueryResultRow[][] {
+/** The rows of each answer, or the first failure. */
+export function firstFailureOf(answers: PromiseSettledResult<QueryResultRow[]>[]): QueryResultRow[][] {
   const failed = answers.find((answer) => answer.status === 'rejected');
   if (failed) throw failed.reason;
   return answers.map((answer) => (answer as PromiseFulfilledResult<QueryResultRow[]>).value);

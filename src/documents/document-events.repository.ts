@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
-import { selectColumns } from '../database/entity-sql.js';
+import { arraysOf, selectColumns, unnestColumnsOf } from '../database/entity-sql.js';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
+import { Transaction } from '../database/transaction.js';
+import type { NewDocumentEvent } from './document-changes.js';
 import { DocumentEventEntity } from './document-event.entity.js';
 
 /** An event as the feed reads it: with the id of the transaction that wrote it. */
@@ -40,7 +42,10 @@ const PACE = `WITH last AS (SELECT id, xid, created_at FROM document_events ORDE
      FROM last LEFT JOIN LATERAL (
        SELECT xid, created_at FROM document_events WHERE id >= last.id - $1::bigint AND id < last.id ORDER BY id LIMIT 1) earlier ON true`;
 
-/** The event feed's queries over document_events (the events themselves are written with their documents). */
+/** Every column an event is written with: its id and transaction id are the database's. */
+const WRITTEN = ['source', 'documentId', 'type', 'status', 'previousStatus', 'createdAt', 'traceParent'] as const satisfies readonly (keyof NewDocumentEvent)[];
+
+/** The event feed's queries over document_events; its events are written with the changes they announce. */
 @Injectable()
 export class DocumentEventsRepository {
   /**
@@ -55,6 +60,8 @@ export class DocumentEventsRepository {
    * 999. Clients poll it: a prepared statement.
    */
   private readonly feedPage: PreparedStatement<FeedRow>;
+  /** Any number of events in one statement, in the order given (their ids follow it). */
+  private readonly appendStatement: PreparedStatement;
 
   constructor(@InjectRepository(DocumentEventEntity) private readonly events: Repository<DocumentEventEntity>) {
     this.feedPage = new PreparedStatement(
@@ -67,6 +74,12 @@ export class DocumentEventsRepository {
         ORDER BY e.xid, e.id
         LIMIT $4`,
     );
+    this.appendStatement = new PreparedStatement('document-event-append', `INSERT INTO document_events ${unnestColumnsOf<NewDocumentEvent>(events.metadata, WRITTEN)}`);
+  }
+
+  /** Events appended to the feed at `tx`'s commit, with the changes they announce. */
+  append(tx: Transaction, events: readonly NewDocumentEvent[]): void {
+    if (events.length > 0) tx.write(this.appendStatement.with(...arraysOf(events, WRITTEN)));
   }
 
   /** Up to `limit` events of `source` after the position (`xid`, `id`), oldest first. */

@@ -4,7 +4,7 @@ import { CurrentKey } from '../auth/authenticated-key.js';
 import type { AuthenticatedKey } from '../auth/authenticated-key.js';
 import { ApiProblems } from '../common/problem.dto.js';
 import type { FastifyReply } from 'fastify';
-import { EntityManager } from 'typeorm';
+import { Transaction } from '../database/transaction.js';
 import { Idempotent, IdempotencyTransaction } from '../idempotency/idempotency.interceptor.js';
 import { DocumentsService } from './documents.service.js';
 import { CreateDocumentDto } from './dto/create-document.dto.js';
@@ -42,7 +42,7 @@ export class DocumentsController {
   async create(
     @CurrentKey() key: AuthenticatedKey,
     @Body() body: CreateDocumentDto,
-    @IdempotencyTransaction() tx: EntityManager,
+    @IdempotencyTransaction() tx: Transaction,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<DocumentResponseDto> {
     const document = await this.documents.create(tx, key, body);
@@ -82,7 +82,7 @@ export class DocumentsController {
   @DOCUMENT_ID
   @ApiOkResponse({ type: DocumentResponseDto, description: 'The cancelled document' })
   @ApiProblems('NOT_FOUND', 'INVALID_STATE_TRANSITION')
-  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @IdempotencyTransaction() tx: EntityManager): Promise<DocumentResponseDto> {
+  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @IdempotencyTransaction() tx: Transaction): Promise<DocumentResponseDto> {
     return this.documents.cancel(tx, key, id);
   }
 }

@@ -1,35 +1,41 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository, SelectQueryBuilder } from 'typeorm';
+import { Repository, SelectQueryBuilder } from 'typeorm';
 import { columnsOf, placeholders, selectColumns } from '../database/entity-sql.js';
-import { PreparedStatement, runTogether } from '../database/prepared-statement.js';
+import { PreparedStatement } from '../database/prepared-statement.js';
+import { BoundLock, Lock, Transaction } from '../database/transaction.js';
+import type { DocumentRecord } from './document-changes.js';
 import { DocumentEntity } from './document.entity.js';
 import type { DocumentStatus } from './lifecycle.js';
 
-/** What a create writes; the database gives the rest (id, seq, status, payment, times). */
-const WRITTEN = [
-  'source',
-  'externalId',
-  'type',
-  'taxpayerTaxId',
-  'taxpayerName',
-  'taxpayerCountry',
-  'issueDate',
-  'currency',
-  'totalAmount',
-  'taxAmount',
-  'providerReference',
-  'metadata',
-  'traceParent',
-] as const satisfies readonly (keyof DocumentEntity)[];
-
-export type NewDocument = Pick<DocumentEntity, (typeof WRITTEN)[number]>;
+/** What a status change writes (document-changes.ts, `changed`). */
+const CHANGED = ['status', 'paymentStatus', 'paymentLastEventId', 'paymentUpdatedAt', 'updatedAt'] as const satisfies readonly (keyof DocumentRecord)[];
 
 /** A document another source created with the same providerReference, as a create learns of it. */
 export type ReferenceHolder = Pick<DocumentEntity, 'id' | 'source'>;
 
 /** A document with a providerReference, as administrators see the documents that claim it. */
 export type ReferenceClaimRow = Pick<DocumentEntity, 'id' | 'source' | 'externalId' | 'status' | 'createdAt' | 'paymentLastEventId'>;
+
+/** An event that arrived before its document, as applying it needs it. */
+export interface WaitingEvent {
+  id: string;
+  eventId: string;
+  status: string;
+}
+
+/**
+ * What a create needs to decide, read behind its providerReference's lock: whether the source already
+ * has the externalId or the reference, the first document of any source established for the reference
+ * (reference-claims.ts), and the bank events that waited for it (the documents module's table
+ * webhook_events), oldest first.
+ */
+export interface CreateFindings {
+  externalIdTaken: boolean;
+  referenceTaken: boolean;
+  heldBy: ReferenceHolder | null;
+  waiting: WaitingEvent[];
+}
 
 export interface DocumentFilter {
   status?: DocumentStatus;
@@ -43,94 +49,72 @@ export const PROVIDER_REFERENCE_LOCK_NAMESPACE = 7_340_217;
 
 /**
  * Serialises everything that concerns one providerReference (a bank event for it, a document created with
- * it), so an event can never be stored as unmatched while its document is being created. Sent as a statement
- * of its own, before the statement that reads: PostgreSQL takes a statement's snapshot when it starts it, so
- * a read behind the lock sees everything committed by whoever held it before.
+ * it), so an event can never be stored as unmatched while its document is being created. Taken before the
+ * reads, each of which then has a snapshot that sees everything committed by whoever held it before.
  */
-export const LOCK_PROVIDER_REFERENCE = new PreparedStatement('document-lock-provider-reference', `SELECT pg_advisory_xact_lock(${PROVIDER_REFERENCE_LOCK_NAMESPACE}, hashtext($1))`);
+export const PROVIDER_REFERENCE = new Lock('document-provider-reference', `pg_advisory_xact_lock(${PROVIDER_REFERENCE_LOCK_NAMESPACE}, hashtext($1::varchar))`);
 
-/**
- * A status or payment change and, when the status really changes, its `document.status_changed` event: $1 id,
- * $2 status, $3 payment status (null keeps the payment details), $4 bank event id, $5 the status before, $6 the
- * traceparent of the request that changes it (for its event). The
- * caller holds the row's lock (FOR UPDATE). A data-modifying CTE: the change and its event in one statement.
- */
-const change = (columns: string) => `WITH changed AS (
-     UPDATE documents SET
-       status = $2::varchar,
-       payment_status = COALESCE($3::varchar, payment_status),
-       payment_last_event_id = COALESCE($4::varchar, payment_last_event_id),
-       payment_updated_at = CASE WHEN $3::varchar IS NULL THEN payment_updated_at ELSE now() END,
-       updated_at = now()
-     WHERE id = $1
-     RETURNING ${columns}),
-   event AS (
-     INSERT INTO document_events (source, document_id, type, status, previous_status, trace_parent)
-     SELECT changed."source", changed."id", 'document.status_changed', changed."status", $5::varchar, $6::varchar FROM changed WHERE changed."status" <> $5::varchar)
-   SELECT * FROM changed`;
+/** $1 source, $2 externalId, $3 providerReference (null: none). */
+const CREATE_FINDINGS = `SELECT
+     EXISTS (SELECT 1 FROM documents WHERE source = $1 AND external_id = $2) AS "externalIdTaken",
+     ($3::varchar IS NOT NULL AND EXISTS (SELECT 1 FROM documents WHERE source = $1 AND provider_reference = $3)) AS "referenceTaken",
+     held.id AS "heldById", held.source AS "heldBySource",
+     (SELECT COALESCE(json_agg(json_build_object('id', w.id::text, 'eventId', w.event_id, 'status', w.status) ORDER BY w.id), '[]'::json)
+        FROM webhook_events w WHERE w.provider_reference = $3 AND w.outcome = 'unmatched') AS waiting
+   FROM (SELECT 1) one LEFT JOIN LATERAL (
+     SELECT e.id, e.source FROM documents e WHERE e.provider_reference = $3 AND e.payment_last_event_id IS NOT NULL ORDER BY e.seq LIMIT 1) held ON true`;
 
 /** Every query of the documents table. */
 @Injectable()
 export class DocumentsRepository {
-  /**
-   * The document as stored and its `document.created` event, or nothing for a duplicate externalId or
-   * providerReference; whether bank events wait for its providerReference (the documents module's table
-   * webhook_events), and the first document established for that reference (reference-claims.ts), if
-   * any: read here so that a create needs no statement more for them.
-   */
-  private readonly insertStatement: PreparedStatement<DocumentEntity & { paymentsWaiting: boolean; heldById: string | null; heldBySource: string | null }>;
+  private readonly createFindings = new PreparedStatement<Omit<CreateFindings, 'heldBy'> & { heldById: string | null; heldBySource: string | null }>('document-create-findings', CREATE_FINDINGS);
+  private readonly written: (keyof DocumentRecord & string)[];
+  private readonly insertStatement: PreparedStatement;
+  private readonly changeStatement: PreparedStatement;
   /**
    * By primary key alone, the source compared by the caller: with `AND source = …` a generic plan made while
    * the statistics were older than a bulk load chose the (source, seq) index and read every document of the
    * source for each look-up.
    */
   private readonly findStatement: PreparedStatement<DocumentEntity>;
-  private readonly changeText: string;
+  private readonly lockedStatement: PreparedStatement<DocumentEntity>;
 
   constructor(@InjectRepository(DocumentEntity) private readonly documents: Repository<DocumentEntity>) {
     const { metadata } = documents;
     const columns = selectColumns(metadata);
+    // Every column of the entity but `seq`, which PostgreSQL gives: a column added to the entity is written with no change here.
+    this.written = metadata.columns.map((column) => column.propertyName as keyof DocumentRecord & string).filter((property) => property !== ('seq' as string));
     this.insertStatement = new PreparedStatement(
       'document-insert',
-      `WITH doc AS (
-         INSERT INTO documents (${columnsOf<DocumentEntity>(metadata, WRITTEN)}) VALUES (${placeholders(WRITTEN.length)})
-         ON CONFLICT DO NOTHING RETURNING ${columns}),
-       event AS (
-         INSERT INTO document_events (source, document_id, type, status, trace_parent) SELECT doc."source", doc."id", 'document.created', doc."status", doc."traceParent" FROM doc)
-       SELECT doc.*, EXISTS (
-         SELECT 1 FROM webhook_events w WHERE w.provider_reference = doc."providerReference" AND w.outcome = 'unmatched') AS "paymentsWaiting",
-         held.id AS "heldById", held.source AS "heldBySource"
-         FROM doc LEFT JOIN LATERAL (
-           SELECT e.id, e.source FROM documents e
-            WHERE e.provider_reference = doc."providerReference" AND e.payment_last_event_id IS NOT NULL ORDER BY e.seq LIMIT 1) held ON true`,
+      `INSERT INTO documents (${columnsOf<DocumentRecord>(metadata, this.written)}) VALUES (${placeholders(this.written.length)})`,
+    );
+    this.changeStatement = new PreparedStatement(
+      'document-change',
+      `UPDATE documents SET (${columnsOf<DocumentRecord>(metadata, CHANGED)}) = ROW(${placeholders(CHANGED.length, 2)}) WHERE id = $1`,
     );
     this.findStatement = new PreparedStatement('document-find', `SELECT ${columns} FROM documents WHERE id = $1`);
-    this.changeText = change(columns);
+    this.lockedStatement = new PreparedStatement('document-find-locked', `SELECT ${columns} FROM documents WHERE id = $1 FOR UPDATE`);
   }
 
-  /**
-   * The document as stored, with its `document.created` event, in `tx`, whether bank events wait for it,
-   * and the first document of another source already established for its providerReference (`heldBy`);
-   * null for a duplicate (nothing written). With a providerReference, behind that reference's lock, both
-   * sent in one round trip.
-   */
-  async insert(tx: EntityManager, document: NewDocument): Promise<{ document: DocumentEntity; paymentsWaiting: boolean; heldBy: ReferenceHolder | null } | null> {
-    const values = WRITTEN.map((property) => document[property]);
-    const [row] = document.providerReference
-      ? (await runTogether(tx, [LOCK_PROVIDER_REFERENCE.with(document.providerReference), this.insertStatement.with(...values)]))[1]
-      : await this.insertStatement.run(tx, values);
-    if (!row) return null;
-    const { paymentsWaiting, heldById, heldBySource, ...inserted } = row;
-    return { document: inserted, paymentsWaiting, heldBy: heldById && heldBySource ? { id: heldById, source: heldBySource } : null };
+  /** What a create must know before it decides (CreateFindings), in `tx`, behind the providerReference's lock. */
+  async findingsForCreate(tx: Transaction, document: Pick<DocumentRecord, 'source' | 'externalId' | 'providerReference'>): Promise<CreateFindings> {
+    const { source, externalId, providerReference } = document;
+    const [[row]] = await tx.read({
+      locks: providerReference ? [PROVIDER_REFERENCE.with(providerReference)] : [],
+      reads: [this.createFindings.with(source, externalId, providerReference)],
+    });
+    const { heldById, heldBySource, ...findings } = row;
+    return { ...findings, heldBy: heldById && heldBySource ? { id: heldById, source: heldBySource } : null };
   }
 
-  /** Takes the providerReference lock until `tx` ends (see LOCK_PROVIDER_REFERENCE). */
-  async lockProviderReference(tx: EntityManager, providerReference: string): Promise<void> {
-    await LOCK_PROVIDER_REFERENCE.run(tx, [providerReference]);
+  /** A new document, written at `tx`'s commit. */
+  insert(tx: Transaction, document: DocumentRecord): void {
+    tx.write(this.insertStatement.with(...this.written.map((property) => document[property])));
   }
 
-  externalIdTaken(tx: EntityManager, source: string, externalId: string): Promise<boolean> {
-    return tx.getRepository(DocumentEntity).existsBy({ source, externalId });
+  /** A changed document's status and payment, written at `tx`'s commit (the caller holds its row lock). */
+  change(tx: Transaction, document: DocumentRecord): void {
+    tx.write(this.changeStatement.with(document.id, ...CHANGED.map((property) => document[property])));
   }
 
   /** A read of one document, the hottest path: a prepared statement on a pooled connection. */
@@ -139,9 +123,10 @@ export class DocumentsRepository {
     return document ?? null;
   }
 
-  /** The document locked (FOR UPDATE) until `tx` ends. */
-  findForUpdate(tx: EntityManager, id: string): Promise<DocumentEntity | null> {
-    return tx.getRepository(DocumentEntity).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  /** The document, locked (FOR UPDATE) until `tx` ends; `locks` taken before it is read. */
+  async findLocked(tx: Transaction, id: string, locks: readonly BoundLock[] = []): Promise<DocumentEntity | null> {
+    const [[document]] = await tx.read({ locks, reads: [this.lockedStatement.with(id)], waitsForRows: true });
+    return document ?? null;
   }
 
   /** Newest first by insertion order, optionally of one status, type or externalId (unique per source: one index probe). */
@@ -171,15 +156,6 @@ export class DocumentsRepository {
       .addOrderBy('d.seq', 'ASC')
       .limit(limit)
       .getMany();
-  }
-
-  /** Changes a locked document's status (and payment details), appending its feed event when the status changes. */
-  async change(
-    tx: EntityManager,
-    change: { id: string; status: DocumentStatus; previous: DocumentStatus; paymentStatus: string | null; eventId: string | null; traceParent: string | null },
-  ): Promise<DocumentEntity> {
-    const [document] = await tx.query<DocumentEntity[]>(this.changeText, [change.id, change.status, change.paymentStatus, change.eventId, change.previous, change.traceParent]);
-    return document;
   }
 
   private filtered(filter: Omit<DocumentFilter, 'externalId'>): SelectQueryBuilder<DocumentEntity> {

@@ -1,15 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { EntityManager } from 'typeorm';
 import { AuthenticatedKey } from '../auth/authenticated-key.js';
 import { AppError } from '../common/app-error.js';
 import { decodeCursor, encodeCursor, pageOf } from '../common/cursor.js';
 import { isUuid } from '../common/validation.js';
-import { afterCommit } from '../database/after-commit.js';
+import { Transaction } from '../database/transaction.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { requestTraceParent } from '../telemetry/trace-context.js';
+import { changed, created, DocumentFields, DocumentRecord } from './document-changes.js';
+import { DocumentEventsRepository } from './document-events.repository.js';
 import { DocumentEntity } from './document.entity.js';
-import { DocumentsRepository, NewDocument, ReferenceClaimRow, ReferenceHolder } from './documents.repository.js';
+import { DocumentsRepository, ReferenceClaimRow, ReferenceHolder } from './documents.repository.js';
 import { CreateDocumentDto } from './dto/create-document.dto.js';
 import { DocumentPageDto, DocumentResponseDto, toDocumentResponse } from './dto/document-response.dto.js';
 import { ListDocumentsQueryDto } from './dto/list-documents-query.dto.js';
@@ -65,6 +66,7 @@ export class DocumentsService {
 
   constructor(
     private readonly documents: DocumentsRepository,
+    private readonly events: DocumentEventsRepository,
     private readonly payments: PaymentsService,
     private readonly feed: FeedSignal,
     metrics: MetricsService,
@@ -77,24 +79,29 @@ export class DocumentsService {
   }
 
   /**
-   * POST /api/v1/documents, in `tx`, the transaction in which the idempotency key was claimed: the
-   * document, its `document.created` event and the bank events that waited for its providerReference
-   * commit together with the stored answer, or not at all.
+   * POST /api/v1/documents, in `tx`, the request's transaction, whose first read claims its idempotency
+   * key: read behind the providerReference's lock, decide, and write the document, its feed events and the
+   * bank events that waited for its reference, committed with the stored answer or not at all.
    */
-  async create(tx: EntityManager, key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
+  async create(tx: Transaction, key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
     if (dto.source !== key.source) throw new AppError('UNAUTHORIZED', 'This API key is not valid for the source named in the request');
-    const created = await this.documents.insert(tx, DocumentsService.newDocument(dto));
-    if (!created) {
-      const sameExternalId = await this.documents.externalIdTaken(tx, dto.source, dto.externalId);
+    const fields = DocumentsService.fieldsOf(dto);
+    const findings = await this.documents.findingsForCreate(tx, fields);
+    if (findings.externalIdTaken || findings.referenceTaken) {
       throw new AppError(
         'DUPLICATE_DOCUMENT',
-        sameExternalId ? `A document with externalId "${dto.externalId}" already exists for this source` : 'A document with this providerReference already exists for this source',
+        findings.externalIdTaken ? `A document with externalId "${dto.externalId}" already exists for this source` : 'A document with this providerReference already exists for this source',
       );
     }
-    const document = created.paymentsWaiting ? await this.payments.applyWaiting(tx, created.document) : created.document;
-    afterCommit(tx, () => this.feed.appended());
-    const { heldBy } = created;
-    if (heldBy) afterCommit(tx, () => this.laterClaim(document, heldBy));
+    const at = new Date();
+    const fresh = created(fields, at);
+    const { document, events, settlements } = this.payments.applyWaiting(fresh.document, findings.waiting, fields.traceParent, at);
+    this.documents.insert(tx, document);
+    this.events.append(tx, [fresh.event, ...events]);
+    this.payments.settleWaiting(tx, settlements, document.id, at);
+    tx.afterCommit(() => this.feed.appended());
+    const { heldBy } = findings;
+    if (heldBy) tx.afterCommit(() => this.laterClaim(document, heldBy));
     return toDocumentResponse(document);
   }
 
@@ -104,7 +111,7 @@ export class DocumentsService {
    * to the established one. Administrators see it: counted, logged with ids only (a reference may carry a
    * secret part), and shown with both documents (GET /admin/documents/{id}).
    */
-  private laterClaim(document: DocumentEntity, heldBy: ReferenceHolder): void {
+  private laterClaim(document: DocumentRecord, heldBy: ReferenceHolder): void {
     this.laterClaims.inc();
     this.logger.warn(
       { documentId: document.id, source: document.source, establishedDocumentId: heldBy.id, establishedSource: heldBy.source },
@@ -161,18 +168,20 @@ export class DocumentsService {
     };
   }
 
-  /** POST /api/v1/documents/{id}/cancel, in the idempotency transaction `tx`. */
-  async cancel(tx: EntityManager, key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
-    const document = DocumentsService.ownedBy(key, isUuid(id) ? await this.documents.findForUpdate(tx, id) : null);
+  /** POST /api/v1/documents/{id}/cancel, in the request's transaction `tx`: the document locked, the lifecycle asked, the change written. */
+  async cancel(tx: Transaction, key: AuthenticatedKey, id: string): Promise<DocumentResponseDto> {
+    const document = DocumentsService.ownedBy(key, isUuid(id) ? await this.documents.findLocked(tx, id) : null);
     const outcome = transition(document.status, { kind: 'cancel' });
     if (outcome.result !== 'changed') throw new AppError('INVALID_STATE_TRANSITION', `A document in status ${document.status} cannot be cancelled`);
-    const cancelled = await this.documents.change(tx, { id: document.id, status: outcome.to, previous: document.status, paymentStatus: null, eventId: null, traceParent: requestTraceParent() });
-    afterCommit(tx, () => this.feed.appended());
+    const { document: cancelled, event } = changed(document, { status: outcome.to, traceParent: requestTraceParent() }, new Date());
+    this.documents.change(tx, cancelled);
+    this.events.append(tx, event ? [event] : []);
+    tx.afterCommit(() => this.feed.appended());
     return toDocumentResponse(cancelled);
   }
 
-  /** The columns a create writes, from the request: the database gives the rest. */
-  private static newDocument(dto: CreateDocumentDto): NewDocument {
+  /** The document's fields, from the request (the DTO's transforms made them canonical). */
+  private static fieldsOf(dto: CreateDocumentDto): DocumentFields {
     return {
       source: dto.source,
       externalId: dto.externalId,

@@ -1,7 +1,7 @@
 /**
  * The document lifecycle (README, "Documents, lifecycle and the event feed") as one table, read by `transition`
- * (the cancel endpoint, bank events applied to a new document, an administrator's apply) and by the bank
- * webhook's statement, which decides inside PostgreSQL (PaymentsRepository). Nothing else changes a status.
+ * alone: the cancel endpoint, a bank event, the events applied to a new document, an administrator's apply.
+ * Nothing else decides a status; `changed` (document-changes.ts) makes the change with its event.
  */
 export const DOCUMENT_STATUSES = ['PENDING_PAYMENT', 'PAID', 'PAYMENT_FAILED', 'CANCELLED', 'REFUNDED'] as const;
 export type DocumentStatus = (typeof DOCUMENT_STATUSES)[number];

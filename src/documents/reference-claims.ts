@@ -14,9 +14,8 @@ export interface ReferenceClaim {
 /**
  * The document the bank's events for a reference go to, of the documents claiming it: the one established,
  * else the only one; null when they are ambiguous (several and none established, or several established
- * through administrators' applies), applied to none until an administrator applies them. The bank webhook's
- * statement (`bank-event-receive`, payments.repository.ts) decides the same way inside PostgreSQL;
- * payments.repository.medium-spec.ts holds the two together. Given some of the claims only, it needs every
+ * through administrators' applies), applied to none until an administrator applies them: for every bank
+ * event (PaymentsService) and for the administrators' view. Given some of the claims only, it needs every
  * established one among them, and two at least.
  */
 export function bankEventTarget(claims: readonly ReferenceClaim[]): string | null {

@@ -2,27 +2,28 @@ import { applyDecorators, CallHandler, createParamDecorator, ExecutionContext, I
 import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
-import { EntityManager } from 'typeorm';
 import { AppError } from '../common/app-error.js';
 import { PROBLEM_CONTENT_TYPE } from '../common/problem.js';
+import { isUniqueViolation, Transaction } from '../database/transaction.js';
 import { annotateRequest, ATTR_IDEMPOTENCY_OUTCOME, IdempotencyOutcome } from '../telemetry/trace-context.js';
 import { requestFingerprint } from './fingerprint.js';
-import { Answer, IdempotencyService, IdempotentCall } from './idempotency.service.js';
+import { AnsweredBefore, Answer, IdempotencyService, IdempotentCall, Looked } from './idempotency.service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The transaction in which IdempotencyInterceptor claimed this request's idempotency key. */
-    idempotencyTransaction?: EntityManager;
+    /** The transaction whose first read claims this request's idempotency key (IdempotencyInterceptor). */
+    idempotencyTransaction?: Transaction;
   }
 }
 
 /**
  * The route's request happens at most once per (source, X-Idempotency-Key); put on routes by
- * @Idempotent(). Before the pipes and the handler run, it claims the key in a new transaction, or answers
- * from the key's record (a replay, byte for byte) or refuses (in use, reused). The handler's writes join
- * that transaction (@IdempotencyTransaction()); its answer, or a business refusal, is stored in it, and
- * all of it commits together. Anything else the route throws (a 422 of the pipe, a 401) rolls it back and
- * leaves the key free.
+ * @Idempotent(). Before the pipes and the handler run, it looks the key up: an earlier answer is sent
+ * again (a replay, byte for byte), or refused when it was another request's. Otherwise the handler gets
+ * the request's transaction (@IdempotencyTransaction()), whose first read claims the key (409 while
+ * another request holds it); the handler's answer, or a business refusal, is stored with the handler's
+ * writes and committed with them in one round trip. Anything else the route throws (a 422 of the pipe, a
+ * 401) rolls it back and leaves the key free.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -44,17 +45,34 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private async answer(call: IdempotentCall, request: FastifyRequest, reply: FastifyReply, next: CallHandler): Promise<string> {
-    const begun = await this.idempotency.begin(call).catch((error: unknown) => {
+    try {
+      // A second attempt when a write met a row another request committed meanwhile: this key's answer (its
+      // store), or the same externalId under another key. The request is looked at anew and decided again.
+      for (let attempt = 1; ; attempt++) {
+        const looked = await this.idempotency.look(call);
+        if (looked.kind === 'replay') return replayed(reply, looked.answer);
+        const tx = this.idempotency.open(call, looked);
+        request.idempotencyTransaction = tx;
+        try {
+          const answer = await this.perform(tx, call, looked, reply, next);
+          traced('created');
+          return send(reply, answer, false);
+        } catch (error) {
+          await this.idempotency.abandon(tx);
+          if (error instanceof AnsweredBefore) return replayed(reply, error.answer);
+          if (attempt === 1 && isUniqueViolation(error)) continue;
+          throw error;
+        }
+      }
+    } catch (error) {
       const refused = refusedOutcome(error);
       if (refused) traced(refused);
       throw error;
-    });
-    if (begun.kind === 'replay') {
-      traced('replayed');
-      return send(reply, begun.answer, true);
     }
-    const { claim } = begun;
-    request.idempotencyTransaction = claim.manager;
+  }
+
+  /** Runs the handler in `tx` and commits its writes with its answer, or with its business refusal alone. */
+  private async perform(tx: Transaction, call: IdempotentCall, looked: Looked & { kind: 'new' }, reply: FastifyReply, next: CallHandler): Promise<Answer> {
     let answer: Answer;
     try {
       const result: unknown = await lastValueFrom(next.handle());
@@ -63,16 +81,18 @@ export class IdempotencyInterceptor implements NestInterceptor {
       answer = { status: reply.statusCode, body: JSON.stringify(result), location: typeof location === 'string' ? location : null };
     } catch (error) {
       const refusal = this.idempotency.refusalAnswer(error, call);
-      if (!refusal) {
-        await this.idempotency.abandon(claim);
-        throw error;
-      }
+      if (!refusal) throw error;
+      tx.discardWrites();
       answer = refusal;
     }
-    await this.idempotency.finish(claim, call, answer);
-    traced('created');
-    return send(reply, answer, false);
+    await this.idempotency.finish(tx, call, looked, answer);
+    return answer;
   }
+}
+
+function replayed(reply: FastifyReply, answer: Answer): string {
+  traced('replayed');
+  return send(reply, answer, true);
 }
 
 function traced(outcome: IdempotencyOutcome): void {
@@ -105,10 +125,10 @@ export const IDEMPOTENT_ROUTE = 'idempotent';
 export const Idempotent = () => applyDecorators(UseInterceptors(IdempotencyInterceptor), RouteConfig({ [IDEMPOTENT_ROUTE]: true }));
 
 /**
- * The transaction in which IdempotencyInterceptor claimed the request's key: what the handler writes
- * there commits together with the stored answer, or not at all.
+ * The request's transaction, whose first read claims the idempotency key: what the handler writes there
+ * commits together with the stored answer, or not at all.
  */
-export const IdempotencyTransaction = createParamDecorator((_data: unknown, context: ExecutionContext): EntityManager => {
+export const IdempotencyTransaction = createParamDecorator((_data: unknown, context: ExecutionContext): Transaction => {
   const transaction = context.switchToHttp().getRequest<FastifyRequest>().idempotencyTransaction;
   // The interceptor runs before any parameter is resolved; reaching here without it is a wiring bug.
   if (!transaction) throw new Error('@IdempotencyTransaction() used on a route without @Idempotent()');

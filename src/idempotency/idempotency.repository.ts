@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, QueryRunner, Repository } from 'typeorm';
-import { columnsOf, placeholders } from '../database/entity-sql.js';
-import { PreparedStatement, runAndCommit } from '../database/prepared-statement.js';
+import { Repository } from 'typeorm';
+import { columnsOf, placeholders, selectColumns } from '../database/entity-sql.js';
+import { Bound, PreparedStatement } from '../database/prepared-statement.js';
+import { Lock } from '../database/transaction.js';
 import { IdempotencyRecordEntity } from './idempotency-record.entity.js';
 
 /** What a request stores as its answer; the database gives the times. */
@@ -13,58 +14,79 @@ export type NewRecord = Pick<IdempotencyRecordEntity, (typeof STORED)[number]>;
 /** A key's stored answer, with the fingerprint of the request that made it. */
 export type StoredAnswer = Pick<IdempotencyRecordEntity, 'fingerprint' | 'responseStatus' | 'responseBody' | 'responseLocation'>;
 
-/**
- * What the key says as a request arrives, in the request's transaction (idempotency_begin, migration
- * IdempotencyBegin): its live stored answer, or whether this transaction now holds the key's claim, a
- * transaction-scoped advisory lock taken without waiting (so a duplicate that arrives meanwhile learns at
- * once that the key is in use, and a process that dies mid-request frees it with its transaction). One
- * statement; a function because the answer must be read again behind the lock, with a snapshot of its own.
- */
-const BEGIN = new PreparedStatement<StoredAnswer & { held: boolean }>(
-  'idempotency-begin',
-  `SELECT held, fingerprint, response_status AS "responseStatus", response_body AS "responseBody", response_location AS "responseLocation"
-     FROM idempotency_begin($1, $2)`,
-);
+/** A key's record as a request finds it on arrival: live, or expired (then the key counts as new, and its record is taken over). */
+export type FoundRecord = StoredAnswer & { live: boolean };
 
-/** What a claim found: whether this transaction holds the key, and the key's live record if there is one. */
-export interface ClaimFinding {
-  held: boolean;
-  record: StoredAnswer | null;
-}
+const ANSWER = ['fingerprint', 'responseStatus', 'responseBody', 'responseLocation'] as const satisfies readonly (keyof StoredAnswer)[];
+
+/**
+ * The key's claim: a transaction-scoped advisory lock taken without waiting, so a duplicate that arrives
+ * meanwhile learns at once that the key is in use, and a process that dies mid-request frees it with its
+ * transaction. $1 source, $2 key; the same 64-bit key the releases before took (their idempotency_lock_key),
+ * so that during a rolling upgrade old and new instances exclude each other.
+ */
+const CLAIM = new Lock('idempotency-claim', `pg_try_advisory_xact_lock(hashtextextended($1::varchar || ' ' || $2::varchar, 7340218))`);
 
 /** Every query of the idempotency_records table. */
 @Injectable()
 export class IdempotencyRepository {
+  /** The key's record, live or not: $1 key, $2 source. */
+  private readonly record: PreparedStatement<FoundRecord>;
+  /** The key's live record, read behind the claim: $1 key, $2 source. */
+  private readonly live: PreparedStatement<StoredAnswer>;
   /**
-   * Writes the answer. Only the holder of the key's lock writes its record, and behind the lock
-   * idempotency_begin found no live one: a record already there has expired, and is taken over.
+   * Writes the answer, by the holder of the key's claim. Where the key had no record on arrival, a plain
+   * INSERT: a request with the key that committed its answer since (before this one's claim) makes it fail
+   * with a unique violation, and nothing of this one commits.
    */
   private readonly store: PreparedStatement;
+  /** Takes over an expired record, which the claim's holder read again behind the claim. */
+  private readonly takeOver: PreparedStatement;
 
   constructor(@InjectRepository(IdempotencyRecordEntity) private readonly records: Repository<IdempotencyRecordEntity>) {
     const { metadata } = records;
-    this.store = new PreparedStatement(
-      'idempotency-store',
-      `INSERT INTO idempotency_records (${columnsOf<IdempotencyRecordEntity>(metadata, STORED)}, expires_at)
-       VALUES (${placeholders(STORED.length)}, now() + make_interval(secs => $${STORED.length + 1}))
+    this.record = new PreparedStatement(
+      'idempotency-record',
+      `SELECT ${selectColumns(metadata, { only: ANSWER })}, expires_at > now() AS live FROM idempotency_records WHERE idempotency_key = $1 AND source = $2`,
+    );
+    this.live = new PreparedStatement(
+      'idempotency-live',
+      `SELECT ${selectColumns(metadata, { only: ANSWER })} FROM idempotency_records WHERE idempotency_key = $1 AND source = $2 AND expires_at > now()`,
+    );
+    const insert = `INSERT INTO idempotency_records (${columnsOf<IdempotencyRecordEntity>(metadata, STORED)}, expires_at)
+       VALUES (${placeholders(STORED.length)}, now() + make_interval(secs => $${STORED.length + 1}))`;
+    this.store = new PreparedStatement('idempotency-store', insert);
+    this.takeOver = new PreparedStatement(
+      'idempotency-take-over',
+      `${insert}
        ON CONFLICT (idempotency_key, source) DO UPDATE
          SET fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status, response_body = EXCLUDED.response_body,
              response_location = EXCLUDED.response_location, created_at = now(), expires_at = EXCLUDED.expires_at`,
     );
   }
 
-  /** What the key says, in `tx` (see BEGIN). */
-  async claim(tx: EntityManager, source: string, key: string): Promise<ClaimFinding> {
-    const [{ held, ...record }] = await BEGIN.run(tx, [source, key]);
-    return { held, record: record.fingerprint === null ? null : record };
+  /** The key's record, live or expired, read alone (no transaction, no lock): what a request finds as it arrives. */
+  async find(source: string, key: string): Promise<FoundRecord | null> {
+    const [record] = await this.record.run(this.records.manager, [key, source]);
+    return record ?? null;
+  }
+
+  /** The claim of the key, taken before the transaction reads (see CLAIM). */
+  claim(source: string, key: string) {
+    return CLAIM.with(source, key);
+  }
+
+  /** The key's live record, read behind the claim, with a snapshot taken once the claim is granted. */
+  liveRecord(source: string, key: string): Bound<StoredAnswer> {
+    return this.live.with(key, source);
   }
 
   /**
-   * Stores the answer as the last statement of `transaction`, which holds the key's lock, for `ttlSeconds`,
-   * and commits: both sent together.
+   * The answer stored for `ttlSeconds`, by the holder of the key's claim: the last write of its transaction.
+   * `takeOver`: the key's expired record is replaced (see takeOver).
    */
-  async storeAndCommit(transaction: QueryRunner, record: NewRecord, ttlSeconds: number): Promise<void> {
-    await runAndCommit(transaction, [this.store.with(...STORED.map((property) => record[property]), ttlSeconds)]);
+  stored(record: NewRecord, ttlSeconds: number, takeOver: boolean): Bound {
+    return (takeOver ? this.takeOver : this.store).with(...STORED.map((property) => record[property]), ttlSeconds);
   }
 
   /** Deletes up to `limit` expired records; SKIP LOCKED lets several instances purge side by side. */

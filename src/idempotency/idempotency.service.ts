@@ -1,14 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { AppError } from '../common/app-error.js';
 import { describeFailure } from '../common/database-failure.js';
 import { ErrorCode } from '../common/error-codes.js';
 import { toProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
+import { Transaction, Transactions } from '../database/transaction.js';
 import { urlRedactorFor } from '../logging/redact-url.js';
-import { ClaimFinding, IdempotencyRepository } from './idempotency.repository.js';
+import { IdempotencyRepository, StoredAnswer } from './idempotency.repository.js';
 
 export const IDEMPOTENCY_PURGE_JOB = 'idempotency-purge';
 
@@ -38,17 +37,23 @@ export interface Answer {
   location: string | null;
 }
 
-/** A key this request holds: its transaction, which the route's writes join, until `finish` or `abandon`. */
-export class Claim {
-  constructor(readonly runner: QueryRunner) {}
+/**
+ * What the key says as a request arrives: an earlier request's answer (a replay), or that the key is new to
+ * this request; `expired`: it has an expired record, which the request takes over.
+ */
+export type Looked = { kind: 'replay'; answer: Answer } | { kind: 'new'; expired: boolean };
 
-  get manager(): EntityManager {
-    return this.runner.manager;
+/**
+ * The key holds an earlier request's answer after all: found behind the claim, once the request's work
+ * had begun (a request with the same key finished in between). Thrown from the work's first read, so
+ * that the work ends there; the interceptor answers with the replay.
+ */
+export class AnsweredBefore extends Error {
+  constructor(readonly answer: Answer) {
+    super('The idempotency key was answered before');
+    this.name = 'AnsweredBefore';
   }
 }
-
-/** What `begin` found: the key is this request's now, or it holds the answer of an earlier one (a replay). */
-export type Begun = { kind: 'claimed'; claim: Claim } | { kind: 'replay'; answer: Answer };
 
 /**
  * The idempotency rules (README, "Idempotency rules"): a POST happens at most once per
@@ -63,7 +68,7 @@ export class IdempotencyService {
   private readonly redactUrl: (url: string) => string;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
     private readonly records: IdempotencyRepository,
     private readonly config: AppConfig,
   ) {
@@ -85,25 +90,35 @@ export class IdempotencyService {
   }
 
   /**
-   * Opens the request's transaction and claims the key in it; or answers from the key's live record (a
-   * replay), or refuses: 409 while another request holds the key, 422 when its record is another request's.
+   * What the key says as the request arrives, before its body is looked at: the answer of an earlier
+   * request with it (a replay), a 422 when that answer is another request's, or that the key is new. Read
+   * alone, without the claim: a replay writes nothing and opens no transaction.
    */
-  async begin(call: IdempotentCall): Promise<Begun> {
-    const runner = this.dataSource.createQueryRunner();
-    let claimed = false;
-    try {
-      await runner.startTransaction();
-      const { held, record } = await this.records.claim(runner.manager, call.source, call.key);
-      if (record) return { kind: 'replay', answer: this.replayOf(call, record) };
-      if (!held) {
-        throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, { 'Retry-After': '1' });
-      }
-      claimed = true;
-      return { kind: 'claimed', claim: new Claim(runner) };
-    } finally {
-      // A replay or a refusal wrote nothing: its transaction ends here.
-      if (!claimed) await this.end(runner);
-    }
+  async look(call: IdempotentCall): Promise<Looked> {
+    const record = await this.records.find(call.source, call.key);
+    if (record?.live) return { kind: 'replay', answer: this.replayOf(call, record) };
+    return { kind: 'new', expired: record !== null };
+  }
+
+  /**
+   * The request's transaction: its first read claims the key (409 while another request holds it). A key
+   * found new on arrival needs no second look: a request with it that commits its answer before this one
+   * claims makes this one's store fail (IdempotencyRepository's store), and the request is looked at anew.
+   * An expired record is read again behind the claim, since the request takes it over: AnsweredBefore when
+   * another took it over first.
+   */
+  open(call: IdempotentCall, looked: Extract<Looked, { kind: 'new' }>): Transaction {
+    return this.transactions.begin({
+      locks: [this.records.claim(call.source, call.key)],
+      reads: looked.expired ? [this.records.liveRecord(call.source, call.key)] : [],
+      check: ([held], [rows]) => {
+        const record = rows?.[0];
+        if (record) throw new AnsweredBefore(this.replayOf(call, record as StoredAnswer));
+        if (held !== true) {
+          throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, { 'Retry-After': '1' });
+        }
+      },
+    });
   }
 
   /** The answer of a request the route refused: a business refusal is stored and sent like any answer; null for any other failure. */
@@ -112,33 +127,23 @@ export class IdempotencyService {
     return { status: error.status, body: JSON.stringify(toProblem(error, this.redactUrl(call.instance), call.requestId).body), location: null };
   }
 
-  /** Stores `answer` and commits it with the route's writes; the transaction ends either way. */
-  async finish(claim: Claim, call: IdempotentCall, answer: Answer): Promise<void> {
-    try {
-      await this.records.storeAndCommit(
-        claim.runner,
-        { idempotencyKey: call.key, source: call.source, fingerprint: call.fingerprint, responseStatus: answer.status, responseBody: answer.body, responseLocation: answer.location },
-        this.config.IDEMPOTENCY_TTL_SECONDS,
-      );
-    } finally {
-      await this.end(claim.runner);
-    }
+  /**
+   * Stores `answer` and commits it with the route's writes, in one round trip; the transaction ends either
+   * way. A unique violation: the key was answered by another request since this one looked (see `open`).
+   */
+  finish(tx: Transaction, call: IdempotentCall, looked: Extract<Looked, { kind: 'new' }>, answer: Answer): Promise<void> {
+    const record = { idempotencyKey: call.key, source: call.source, fingerprint: call.fingerprint, responseStatus: answer.status, responseBody: answer.body, responseLocation: answer.location };
+    return tx.commit([this.records.stored(record, this.config.IDEMPOTENCY_TTL_SECONDS, looked.expired)]);
   }
 
   /** Rolls the request back: nothing it wrote stays, and the key is free for a corrected retry. */
-  abandon(claim: Claim): Promise<void> {
-    return this.end(claim.runner);
+  abandon(tx: Transaction): Promise<void> {
+    return tx.rollback();
   }
 
-  private replayOf(call: IdempotentCall, record: NonNullable<ClaimFinding['record']>): Answer {
+  private replayOf(call: IdempotentCall, record: StoredAnswer): Answer {
     if (record.fingerprint !== call.fingerprint) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This idempotency key was already used for a different request');
     return { status: record.responseStatus, body: record.responseBody, location: record.responseLocation };
-  }
-
-  /** Rolls back what did not commit (a rollback that fails means the connection is gone, and takes the transaction with it), then releases. */
-  private async end(runner: QueryRunner): Promise<void> {
-    if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-    await runner.release();
   }
 
   /** Expired records, in batches. */

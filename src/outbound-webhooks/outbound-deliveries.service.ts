@@ -3,6 +3,7 @@ import { AppError } from '../common/app-error.js';
 import { decodeCursor, encodeCursor, isBigintPosition, pageOf } from '../common/cursor.js';
 import { EntityManager, In } from 'typeorm';
 import { afterCommit } from '../database/after-commit.js';
+import { Transaction } from '../database/transaction.js';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
 import { DocumentEventsService } from '../documents/document-events.service.js';
 import { DeliveryWorker } from './delivery-worker.js';
@@ -32,7 +33,8 @@ export class OutboundDeliveriesService {
   }
 
   /** A failed or pending delivery is attempted again at once, from the start of the retry schedule. */
-  async retry(tx: EntityManager, source: string, endpointId: string, deliveryId: string): Promise<DeliveryResponseDto> {
+  async retry(request: Transaction, source: string, endpointId: string, deliveryId: string): Promise<DeliveryResponseDto> {
+    const tx = await request.manager();
     await this.endpoints.find(source, endpointId, tx);
     const restarted = await this.restart(tx, deliveryId, endpointId);
     afterCommit(tx, () => this.worker.announce());

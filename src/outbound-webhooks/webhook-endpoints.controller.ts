@@ -3,7 +3,7 @@ import { ApiAcceptedResponse, ApiCreatedResponse, ApiNoContentResponse, ApiOkRes
 import { CurrentKey } from '../auth/authenticated-key.js';
 import type { AuthenticatedKey } from '../auth/authenticated-key.js';
 import { ApiProblems } from '../common/problem.dto.js';
-import { EntityManager } from 'typeorm';
+import { Transaction } from '../database/transaction.js';
 import { Idempotent, IdempotencyTransaction } from '../idempotency/idempotency.interceptor.js';
 import { DeliveryPageDto, DeliveryResponseDto, ListDeliveriesQueryDto } from './dto/delivery.dto.js';
 import {
@@ -45,7 +45,7 @@ export class WebhookEndpointsController {
   })
   @ApiCreatedResponse({ type: WebhookEndpointWithSecretDto, links: ENDPOINT_LINKS })
   @ApiProblems('INVALID_STATE_TRANSITION', 'VALIDATION_ERROR')
-  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto, @IdempotencyTransaction() tx: EntityManager): Promise<WebhookEndpointWithSecretDto> {
+  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto, @IdempotencyTransaction() tx: Transaction): Promise<WebhookEndpointWithSecretDto> {
     return this.endpoints.create(tx, key.source, body);
   }
 
@@ -103,7 +103,7 @@ export class WebhookEndpointsController {
   @ENDPOINT_ID
   @ApiOkResponse({ type: WebhookEndpointWithSecretDto })
   @ApiProblems('NOT_FOUND')
-  rotateSecret(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @IdempotencyTransaction() tx: EntityManager): Promise<WebhookEndpointWithSecretDto> {
+  rotateSecret(@CurrentKey() key: AuthenticatedKey, @Param('id') id: string, @IdempotencyTransaction() tx: Transaction): Promise<WebhookEndpointWithSecretDto> {
     return this.endpoints.rotateSecret(tx, key.source, id);
   }
 
@@ -136,7 +136,7 @@ export class WebhookEndpointsController {
     @CurrentKey() key: AuthenticatedKey,
     @Param('id') id: string,
     @Param('deliveryId') deliveryId: string,
-    @IdempotencyTransaction() tx: EntityManager,
+    @IdempotencyTransaction() tx: Transaction,
   ): Promise<DeliveryResponseDto> {
     return this.deliveries.retry(tx, key.source, id, deliveryId);
   }

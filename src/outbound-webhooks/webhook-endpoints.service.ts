@@ -3,9 +3,9 @@ import { AppError } from '../common/app-error.js';
 import { decodeKeysetCursor, encodeKeysetCursor, pageOf } from '../common/cursor.js';
 import { isUuid } from '../common/validation.js';
 import { AppConfig } from '../config/app-config.js';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import { EntityManager } from 'typeorm';
 import { afterCommit } from '../database/after-commit.js';
+import { Transaction, Transactions } from '../database/transaction.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto.js';
 import { checkEndpointUrl } from './endpoint-url.js';
@@ -19,7 +19,7 @@ export const MAX_ENDPOINTS_PER_SOURCE = 10;
 @Injectable()
 export class WebhookEndpointsService implements OnModuleInit {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
     private readonly endpoints: WebhookEndpointsRepository,
     private readonly deliveries: OutboundDeliveriesRepository,
     private readonly worker: DeliveryWorker,
@@ -34,9 +34,10 @@ export class WebhookEndpointsService implements OnModuleInit {
     }
   }
 
-  /** Runs in the idempotency transaction, so a replay of the POST returns this same secret. */
-  async create(tx: EntityManager, source: string, dto: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
+  /** Runs in the request's transaction (through TypeORM), so a replay of the POST returns this same secret. */
+  async create(request: Transaction, source: string, dto: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
     const url = await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
+    const tx = await request.manager();
     // Counted under the source's lock, so parallel creations cannot pass the limit together.
     await this.endpoints.lockSource(tx, source);
     if (await this.endpoints.isStoppedByAdmin(tx, source, url)) throw stoppedUrl();
@@ -65,7 +66,7 @@ export class WebhookEndpointsService implements OnModuleInit {
   async update(source: string, id: string, dto: UpdateWebhookEndpointDto): Promise<WebhookEndpointResponseDto> {
     const url = dto.url === undefined ? undefined : await checkEndpointUrl(dto.url, this.config.OUTBOUND_WEBHOOKS_ALLOW_PRIVATE);
     if (!isUuid(id)) throw notFound();
-    const updated = await this.dataSource.transaction(async (tx) => {
+    const updated = await this.transactions.managed(async (tx) => {
       // A new URL is checked against the operator's stops under the source's lock, as a create is.
       if (url !== undefined) await this.endpoints.lockSource(tx, source);
       const endpoint = await this.endpoints.findForUpdate(tx, id, source);
@@ -92,7 +93,7 @@ export class WebhookEndpointsService implements OnModuleInit {
   async remove(source: string, id: string): Promise<void> {
     const deleted =
       isUuid(id) &&
-      (await this.dataSource.transaction(async (tx) => {
+      (await this.transactions.managed(async (tx) => {
         await this.endpoints.lockSource(tx, source);
         // The operator's stop holds for the source and URL: deleting it would let the client register the URL anew.
         if ((await this.endpoints.findForUpdate(tx, id, source))?.disabledReason === 'admin') throw stoppedUrl();
@@ -104,9 +105,9 @@ export class WebhookEndpointsService implements OnModuleInit {
   }
 
   /** The old secret keeps signing, beside the new one, for OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS. */
-  async rotateSecret(tx: EntityManager, source: string, id: string): Promise<WebhookEndpointWithSecretDto> {
+  async rotateSecret(request: Transaction, source: string, id: string): Promise<WebhookEndpointWithSecretDto> {
     const secret = generateSecret();
-    const rotated = isUuid(id) ? await this.endpoints.rotateSecret(tx, source, id, secret, this.config.OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS) : null;
+    const rotated = isUuid(id) ? await this.endpoints.rotateSecret(await request.manager(), source, id, secret, this.config.OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS) : null;
     if (!rotated) throw notFound();
     return { ...toEndpointResponse(rotated), secret };
   }

@@ -3,14 +3,14 @@ import { Counter } from 'prom-client';
 import { AuditLogService } from '../admin/audit-log.service.js';
 import { describeFailure } from '../common/database-failure.js';
 import { AppConfig } from '../config/app-config.js';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import { EntityManager } from 'typeorm';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
 import { DocumentEventsService } from '../documents/document-events.service.js';
 import { PaymentsService } from '../documents/payments.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OutboundDeliveriesService } from '../outbound-webhooks/outbound-deliveries.service.js';
 import { RetentionRepository } from './retention.repository.js';
+import { Transactions } from '../database/transaction.js';
 
 /** Rows per batch: each batch is one short transaction, so row locks last a batch's time only. */
 export const RETENTION_BATCH = 5000;
@@ -46,7 +46,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   private stopped = false;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
     private readonly config: AppConfig,
     private readonly locks: RetentionRepository,
     events: DocumentEventsService,
@@ -114,7 +114,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     const olderThan = target.period(this.config);
     let after = '0';
     while (!this.stopped && performance.now() < deadline) {
-      const done = await this.dataSource.transaction(async (tx) => {
+      const done = await this.transactions.managed(async (tx) => {
         // Another instance is purging one of these tables right now: this one leaves it to it.
         if (!(await this.locks.tryLock(tx, target.tables))) return null;
         const { result: batch, deleted } = await this.locks.counting(tx, () => target.purge(tx, { olderThan, after, limit: RETENTION_BATCH }));

@@ -1,14 +1,15 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jest } from '@jest/globals';
+import { Client, QueryConfig } from 'pg';
 import { DataSource } from 'typeorm';
-import { PreparedStatement } from '../../src/database/prepared-statement.js';
 import { freePort } from '../../src/database/embedded-postgres.js';
 import { removeDataDir } from '../../src/database/embedded-postgres-layout.js';
 import { revertLastMigration, runMigrations } from '../../src/database/migrations-runner.js';
 import { buildDataSourceOptions } from '../../src/database/typeorm-options.js';
 import { createTestDatabase, dropTestDatabase } from '../support/database.js';
-import { newSourceWithKey } from '../support/factories.js';
+import { documentBody, newSourceWithKey, postDocument } from '../support/factories.js';
 import { startClusterProcess, waitFor } from '../support/processes.js';
 import { startTestApp, TestApp } from '../support/test-app.js';
 
@@ -94,6 +95,17 @@ describe('database', () => {
       expect(await tables(dataSource)).toEqual(schema);
     });
 
+    // Every decision is made in TypeScript (docs/architecture.md, "One shape for every write"): the schema keeps
+    // no function but the feed's trigger function, and an instance of the release before finds its functions gone.
+    it('leave no database function but trigger functions', async () => {
+      const functions = await dataSource.query(
+        `SELECT p.proname AS name, pg_get_function_result(p.oid) AS returns FROM pg_proc p
+          WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1`,
+      );
+      expect(functions).toEqual([{ name: 'enqueue_outbound_delivery', returns: 'trigger' }]);
+      expect(await dataSource.query(`SELECT typname FROM pg_type WHERE typname = 'idempotency_claim_outcome'`)).toEqual([]);
+    });
+
     // migration:generate diffs the entities against the database: they must describe what the migrations
     // built, or the next generated migration would undo part of it.
     it('leave a schema the entities describe, but for the feed column TypeORM has no type for', async () => {
@@ -132,41 +144,61 @@ describe('database', () => {
   describe('generic plans', () => {
     // A pooled connection may keep the plan it made of a statement while a table was empty for as long as the
     // connection lives; what that plan reads must not grow with the table.
-    // Each per-request look-up: the statement, the table it reads (empty: the test's database is new), rows to
-    // add, its parameters.
-    // The statement's text, asked once the application (and so its repositories) exists.
-    const cases: Array<[string, () => string, string, string, (source: string) => string[]]> = [
+    // Each per-request look-up: the prepared statement's name, a request that sends it, the table it reads
+    // (empty: the test's database is new), rows to add, its parameters.
+    const cases: Array<[string, string, (t: TestApp, key: string, source: string) => Promise<unknown>, string, string, (source: string) => string[]]> = [
       [
-        'the stored answer of an idempotency key (the look-ups of idempotency_begin, a function: its plans are kept per connection too)',
-        () => 'SELECT * FROM idempotency_begin($1, $2)',
+        "an idempotency key's record, looked up as a request arrives",
+        'idempotency-record',
+        (t, key, source) => postDocument(t.app, key, documentBody(source)),
         'idempotency_records',
         `INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at)
                SELECT $1, 'key-' || n, repeat('0', 64), 201, '{}', now() + interval '1 day' FROM generate_series(1, 5000) n`,
-        (source) => [source, 'not-stored-key'],
+        (source) => ['not-stored-key', source],
       ],
       [
         'a document by id',
-        () => PreparedStatement.named('document-find').text,
+        'document-find',
+        (t, key) => t.app.inject({ method: 'GET', url: '/api/v1/documents/9b2f0c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f', headers: { 'x-api-key': key } }),
         'documents',
-        `INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date, currency, total_amount, tax_amount)
-               SELECT $1, 'doc-' || n, 'INVOICE', 'DE123456789', 'Muster GmbH', 'DE', '2026-11-20', 'EUR', 119, 19 FROM generate_series(1, 5000) n`,
+        `INSERT INTO documents (id, source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date, currency, total_amount, tax_amount, created_at, updated_at)
+               SELECT gen_random_uuid(), $1, 'doc-' || n, 'INVOICE', 'DE123456789', 'Muster GmbH', 'DE', '2026-11-20', 'EUR', 119, 19, now(), now() FROM generate_series(1, 5000) n`,
         () => ['9b2f0c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f'],
       ],
     ];
 
-    it.each(cases)('of %s, made while its table was empty, read a few pages once it holds thousands', async (_name, text, table, fill, parameters) => {
+    /** The text of the prepared statement `name`, as the application sends it during `work` (pg's Client#query, its documented entry point). */
+    async function statementText(name: string, work: () => Promise<unknown>): Promise<string> {
+      let text: string | undefined;
+      const original = Client.prototype.query;
+      const spy = jest.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]) {
+        const config = args[0] as string | QueryConfig;
+        if (typeof config !== 'string' && config.name === name) text = config.text;
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      } as never);
+      try {
+        await work();
+      } finally {
+        spy.mockRestore();
+      }
+      if (text === undefined) throw new Error(`The application sent no statement named ${name}`);
+      return text;
+    }
+
+    it.each(cases)('of %s, made while its table was empty, read a few pages once it holds thousands', async (_name, statement, request, table, fill, parameters) => {
       const t = await startTestApp();
       const client = t.db;
       try {
-        const { source } = await newSourceWithKey(t.app);
-        // The test's database is new: the table has never held a row (no TRUNCATE, whose exclusive locks could
-        // deadlock with the application's background work on the tables it cascades to).
-        expect((await client.query(`SELECT pg_relation_size('${table}') AS size`)).rows[0].size).toBe('0');
+        const { key, source } = await newSourceWithKey(t.app);
+        const text = await statementText(statement, () => request(t, key, source));
+        // The test's database is new: the table holds no row but what the request wrote, removed (no TRUNCATE,
+        // whose exclusive locks could deadlock with the application's background work on the tables it cascades to).
+        await client.query(`DELETE FROM ${table} WHERE source = $1`, [source]);
         await client.query('BEGIN');
         await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-        await client.query(`PREPARE lookup AS ${text()}`);
+        await client.query(`PREPARE lookup AS ${text}`);
         const execute = `EXECUTE lookup(${parameters(source).map((p) => `'${p}'`).join(', ')})`;
-        // Planned and run while the table is empty (a function's statements are planned as it runs them).
+        // Planned and run while the table is empty.
         await client.query(execute);
 
         await client.query(fill, [source]);

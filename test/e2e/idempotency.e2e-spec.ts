@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { requestFingerprint } from '../../src/idempotency/fingerprint.js';
 import { IDEMPOTENCY_PURGE_JOB, IdempotencyService } from '../../src/idempotency/idempotency.service.js';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
 import { holdDocumentInsert } from '../support/database.js';
@@ -249,6 +250,39 @@ describe('idempotency', () => {
         expect((await first).statusCode).toBe(201);
         const after = await postDocument(patient.app, source.key, body, key);
         expect([after.statusCode, after.headers['idempotent-replayed']]).toEqual([201, 'true']);
+      } finally {
+        await holder.end();
+        await patient.close();
+      }
+    });
+
+    it('is replayed, with nothing of its own committed, when the key is answered between its look and its store', async () => {
+      // The claim is taken without a second look at the key's record: an answer committed after the look
+      // (here by hand, while the request holds the claim and waits for its providerReference's lock) makes
+      // the request's store fail, and the request is looked at anew.
+      const patient = await startTestApp({ databaseUrl: t.databaseUrl, env: { DB_LOCK_TIMEOUT_MS: '120000' } });
+      const source = await newSourceWithKey(patient.app);
+      const holder = new Client({ connectionString: t.databaseUrl });
+      await holder.connect();
+      const providerReference = `PAY-answered-${newIdempotencyKey()}`;
+      await holder.query('SELECT pg_advisory_lock(7340217, hashtext($1))', [providerReference]);
+      try {
+        const key = newIdempotencyKey();
+        const body = documentBody(source.source, { providerReference });
+        const pending = postDocument(patient.app, source.key, body, key);
+        await waitFor(
+          async () => (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 7340217 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rowCount === 1,
+          'the request to wait for the lock, its claim held',
+        );
+        const earlier = JSON.stringify({ answeredBy: 'another request' });
+        await holder.query(
+          `INSERT INTO idempotency_records (source, idempotency_key, fingerprint, response_status, response_body, expires_at) VALUES ($1, $2, $3, 201, $4, now() + interval '1 day')`,
+          [source.source, key, requestFingerprint('POST', '/api/v1/documents', body), earlier],
+        );
+        await holder.query('SELECT pg_advisory_unlock(7340217, hashtext($1))', [providerReference]);
+        const answer = await pending;
+        expect([answer.statusCode, answer.headers['idempotent-replayed'], answer.body]).toEqual([201, 'true', earlier]);
+        expect((await db.query('SELECT count(*)::int AS n FROM documents WHERE source = $1 AND external_id = $2', [source.source, body.externalId])).rows[0].n).toBe(0);
       } finally {
         await holder.end();
         await patient.close();

@@ -54,17 +54,27 @@ describe('round trips per request on the hot paths (documented in docs/performan
   });
   afterAll(() => t.close());
 
-  it('creates a document in four round trips after the key look-up: the transaction, the claim, the document and its event, the answer with the COMMIT', async () => {
+  it('creates a document after the key look-ups in two round trips: BEGIN, the claim and what the decision reads; the writes with the COMMIT', async () => {
     const sent = await roundTripsOf(async () => expect((await postDocument(t.app, key, documentBody(source))).statusCode).toBe(201));
-    expect(sent).toEqual([['api-key-authenticate'], ['START'], ['idempotency-begin'], ['document-insert'], ['idempotency-store', 'COMMIT']]);
+    expect(sent).toEqual([
+      ['api-key-authenticate'],
+      ['idempotency-record'],
+      ['BEGIN', 'locks:idempotency-claim', 'document-create-findings'],
+      ['writes:document-insert+document-event-append+idempotency-store', 'COMMIT'],
+    ]);
   });
 
-  it('sends the providerReference lock with the insert, in one round trip', async () => {
+  it('takes the providerReference lock with the claim, only once the claim is granted, before the read it guards', async () => {
     const providerReference = `PAY-rt-${newIdempotencyKey()}`;
     const values: Record<string, unknown[]> = {};
     const sent = await roundTripsOf(async () => expect((await postDocument(t.app, key, documentBody(source, { providerReference }))).statusCode).toBe(201), values);
-    expect(sent).toEqual([['api-key-authenticate'], ['START'], ['idempotency-begin'], ['document-lock-provider-reference', 'document-insert'], ['idempotency-store', 'COMMIT']]);
-    expect(values['document-lock-provider-reference']).toEqual([providerReference]);
+    expect(sent).toEqual([
+      ['api-key-authenticate'],
+      ['idempotency-record'],
+      ['BEGIN', 'locks:idempotency-claim>document-provider-reference', 'document-create-findings'],
+      ['writes:document-insert+document-event-append+idempotency-store', 'COMMIT'],
+    ]);
+    expect(values['locks:idempotency-claim>document-provider-reference']).toEqual([source, expect.any(String), providerReference]);
   });
 
   it('applies the bank events that waited for the document in the same transaction, and names what a duplicate repeats', async () => {
@@ -73,34 +83,28 @@ describe('round trips per request on the hot paths (documented in docs/performan
     expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200);
     const body = documentBody(source, { providerReference });
     const waited = await roundTripsOf(async () => expect((await postDocument(t.app, key, body)).json().status).toBe('PAID'));
-    // The waiting events are read, the document changed (a data-modifying CTE by hand) and each event settled (TypeORM's UPDATE).
+    // The waiting events are read with the rest of what the create decides on; the document is written as they leave it, with its events and their marks.
     expect(waited).toEqual([
       ['api-key-authenticate'],
-      ['START'],
-      ['idempotency-begin'],
-      ['document-lock-provider-reference', 'document-insert'],
-      ['bank-event-waiting'],
-      ['WITH'],
-      ['UPDATE'],
-      ['idempotency-store', 'COMMIT'],
+      ['idempotency-record'],
+      ['BEGIN', 'locks:idempotency-claim>document-provider-reference', 'document-create-findings'],
+      [expect.stringMatching(/^writes:document-insert\+document-event-append\+b~/), 'COMMIT'],
     ]);
     const duplicate = await roundTripsOf(async () => expect((await postDocument(t.app, key, body)).statusCode).toBe(409));
     expect(duplicate).toEqual([
       ['api-key-authenticate'],
-      ['START'],
-      ['idempotency-begin'],
-      ['document-lock-provider-reference', 'document-insert'],
-      ['SELECT'],
+      ['idempotency-record'],
+      ['BEGIN', 'locks:idempotency-claim>document-provider-reference', 'document-create-findings'],
       ['idempotency-store', 'COMMIT'],
     ]);
   });
 
-  it('replays from the stored answer, writing nothing; reads a document with two statements', async () => {
+  it('replays from the stored answer with one statement, opening no transaction; reads a document with two statements', async () => {
     const idempotencyKey = newIdempotencyKey();
     const body = documentBody(source);
     const created = await postDocument(t.app, key, body, idempotencyKey);
     const replay = await roundTripsOf(async () => expect((await postDocument(t.app, key, body, idempotencyKey)).headers['idempotent-replayed']).toBe('true'));
-    expect(replay).toEqual([['api-key-authenticate'], ['START'], ['idempotency-begin'], ['ROLLBACK']]);
+    expect(replay).toEqual([['api-key-authenticate'], ['idempotency-record']]);
     const read = await roundTripsOf(async () =>
       expect((await t.app.inject({ method: 'GET', url: `/api/v1/documents/${created.json().id}`, headers: { 'x-api-key': key } })).statusCode).toBe(200),
     );
@@ -112,11 +116,14 @@ describe('round trips per request on the hot paths (documented in docs/performan
     expect(notAnId).toEqual([['api-key-authenticate']]);
   });
 
-  it('stores and applies a bank event in one transaction sent in one round trip: BEGIN, the lock, the statement and the COMMIT', async () => {
+  it('stores and applies a bank event in two round trips: BEGIN, the lock and what the decision reads; the writes with the COMMIT', async () => {
     const providerReference = `PAY-rt-${newIdempotencyKey()}`;
     await postDocument(t.app, key, documentBody(source, { providerReference }));
     const event = { eventId: `evt-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference };
     const sent = await roundTripsOf(async () => expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, event))).statusCode).toBe(200));
-    expect(sent).toEqual([['BEGIN', 'document-lock-provider-reference', 'bank-event-receive', 'COMMIT']]);
+    expect(sent).toEqual([
+      ['BEGIN', 'locks:document-provider-reference', 'bank-event-receive-findings'],
+      ['writes:document-change+document-event-append+bank-event-insert', 'COMMIT'],
+    ]);
   });
 });

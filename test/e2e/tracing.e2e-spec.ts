@@ -141,7 +141,7 @@ describe('tracing with OpenTelemetry', () => {
     // Its statements: names and text, never the values.
     const statements = spans.filter((s) => s.scope === '@opentelemetry/instrumentation-pg' && s.traceId === clientTraceId && attr(s, 'db.query.text'));
     expect(statements.map((s) => String(attr(s, 'db.query.text'))).join('\n')).toContain('INSERT INTO documents');
-    expect(statements.map((s) => s.name)).toEqual(expect.arrayContaining([expect.stringContaining('idempotency-begin'), expect.stringContaining('document-insert')]));
+    expect(statements.map((s) => s.name)).toEqual(expect.arrayContaining([expect.stringContaining('idempotency-record'), expect.stringContaining('document-create-findings'), expect.stringContaining('writes:document-insert')]));
     // The push worker's claim, which the create's commit set off, is not part of the create's trace.
     expect(statements.map((s) => s.name)).not.toEqual(expect.arrayContaining([expect.stringContaining('outbound-claim')]));
 

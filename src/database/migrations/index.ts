@@ -20,6 +20,7 @@ import { IdempotencyBegin1795327111520 } from './1795327111520-IdempotencyBegin.
 import { AuditChanges1795327111521 } from './1795327111521-AuditChanges.js';
 import { SignInStartAddress1795327111522 } from './1795327111522-SignInStartAddress.js';
 import { TraceParent1795327111523 } from './1795327111523-TraceParent.js';
+import { DecisionsInTypeScript1795327111524 } from './1795327111524-DecisionsInTypeScript.js';
 
 /**
  * The migrations, in the order of their timestamps (the order TypeORM runs them in). A list rather than a file pattern, as for the
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   AuditChanges1795327111521,
   SignInStartAddress1795327111522,
   TraceParent1795327111523,
+  DecisionsInTypeScript1795327111524,
 ];

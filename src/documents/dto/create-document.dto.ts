@@ -57,6 +57,23 @@ function isMetadata(v: unknown): boolean {
 const IsMetadata = () =>
   rule('isMetadata', `must have at most ${MAX_ENTRIES} keys of at most ${MAX_KEY} characters, each with a string value of at most ${MAX_VALUE} characters`, isMetadata);
 
+/**
+ * An amount as PostgreSQL's numeric prints it back (the scale kept, leading zeros dropped), so that the
+ * answer made from the request reads as every later read of the stored document.
+ */
+const canonicalAmount = ({ value }: { value: unknown }) => (isAmount(value) ? value.replace(/^0+(?=\d)/, '') : value);
+
+/**
+ * Metadata with its keys in the order jsonb keeps them (shorter keys first, then by their UTF-8 bytes),
+ * for the same reason: the create's answer and every later read agree byte for byte.
+ */
+function inJsonbOrder(metadata: unknown): unknown {
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return metadata;
+  const bytes = (key: string) => Buffer.from(key, 'utf8');
+  const keys = Object.keys(metadata).sort((a, b) => bytes(a).length - bytes(b).length || Buffer.compare(bytes(a), bytes(b)));
+  return Object.fromEntries(keys.map((key) => [key, (metadata as Record<string, unknown>)[key]]));
+}
+
 /** Longest text of each field, for the decorators and the OpenAPI schema alike. */
 const MAX_LENGTH = { externalId: 128, taxId: 64, name: 200, providerReference: 128 } as const;
 
@@ -115,11 +132,13 @@ export class CreateDocumentDto {
 
   @ApiProperty({ example: '119.00', pattern: AMOUNT_PATTERN.source, description: 'A decimal string: up to 15 digits and 4 decimals' })
   @IsAmount()
+  @Transform(canonicalAmount, { toClassOnly: true })
   totalAmount: string;
 
   @ApiProperty({ example: '19.00', pattern: AMOUNT_PATTERN.source, description: 'Like totalAmount, and at most totalAmount (else 422)' })
   @IsAmount()
   @NotAboveTotal()
+  @Transform(canonicalAmount, { toClassOnly: true })
   taxAmount: string;
 
   @ApiPropertyOptional({
@@ -144,7 +163,7 @@ export class CreateDocumentDto {
   })
   @OptionalField()
   @IsMetadata()
-  // Taken as sent: class-transformer skips keys that name object methods, such as "toString".
-  @Transform(({ obj }) => (obj as { metadata?: unknown }).metadata, { toClassOnly: true })
+  // Taken from the request itself: class-transformer skips keys that name object methods, such as "toString".
+  @Transform(({ obj }) => inJsonbOrder((obj as { metadata?: unknown }).metadata), { toClassOnly: true })
   metadata?: Record<string, string>;
 }

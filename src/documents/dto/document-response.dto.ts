@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { DOCUMENT_TYPES } from '../document.entity.js';
-import type { DocumentEntity } from '../document.entity.js';
+import type { DocumentRecord } from '../document-changes.js';
 import { DOCUMENT_STATUSES } from '../lifecycle.js';
 import { TaxpayerDto } from './create-document.dto.js';
 
@@ -36,7 +36,7 @@ export class DocumentPageDto {
 }
 
 /** A document as the API shows it, made from the row as stored: the create's answer, a read and a list alike. */
-export function toDocumentResponse(d: DocumentEntity): DocumentResponseDto {
+export function toDocumentResponse(d: DocumentRecord): DocumentResponseDto {
   return {
     id: d.id,
     source: d.source,
