@@ -53,6 +53,12 @@ export class SharedRateLimit {
     return allowed === 1 ? { allowed: true, ...left } : { allowed: false, ...left, retryAfterSeconds: Math.max(1, Math.ceil(retryAfterUs / 1_000_000)) };
   }
 
+  /** Resolves once the connection can take commands (at once when it already can). */
+  ready(): Promise<void> {
+    if (this.redis.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => this.redis.once('ready', () => resolve()));
+  }
+
   async ping(): Promise<void> {
     await this.redis.ping();
   }
