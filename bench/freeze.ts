@@ -1,9 +1,10 @@
 /**
- * A frozen PostgreSQL under a gateway at its defaults (pool 10, DB_STATEMENT_TIMEOUT_MS=5000): 32 clients
+ * A frozen PostgreSQL under a gateway at its defaults (pool 10, DB_STATEMENT_TIMEOUT_MS 10000): 32 clients
  * send creates and signed bank events, PostgreSQL is stopped (SIGSTOP of the postmaster and its children)
  * for FREEZE_MS (20 s), then resumed. Prints, per round, the connections abandoned in PostgreSQL's listen
- * backlog at the thaw, how long after the thaw the first create and bank event were served, and any answer
- * other than 200/201/503. See "When PostgreSQL stops answering" in docs/operations.md.
+ * backlog at the thaw, how long after the thaw the first create and bank event were served, how long the
+ * requests that ended during the freeze had waited for their answer (from the freeze or their start, if
+ * later), and any answer other than 200/201/503. See "When PostgreSQL stops answering" in docs/operations.md.
  *
  *   npm run build && npm run bench:freeze        (ROUNDS=3 FREEZE_MS=20000)
  */
@@ -35,7 +36,6 @@ async function round(): Promise<void> {
     HOST: '127.0.0.1',
     ADMIN_TOKEN: admin,
     BANK_WEBHOOK_SECRET: secret,
-    DB_STATEMENT_TIMEOUT_MS: '5000',
     RATE_LIMIT_PER_MINUTE: '1000000',
     LOG_LEVEL: 'warn',
   });
@@ -130,6 +130,12 @@ async function round(): Promise<void> {
   };
   const last503 = out.filter((x) => x.status === 503 && x.end > thaw).sort((a, b) => b.end - a.end)[0];
   const others = out.filter((x) => ![200, 201, 503].includes(x.status)).map((x) => x.status);
+  const waits = out
+    .filter((x) => x.end > frozenAt && x.end < thaw)
+    .map((x) => (x.end - Math.max(x.start, frozenAt)) / 1000)
+    .sort((a, b) => a - b);
+  // Still waiting at the thaw: how long they had waited by then.
+  const atThaw = out.filter((x) => x.start < thaw && x.end > thaw).map((x) => (thaw - Math.max(x.start, frozenAt)) / 1000);
   const before = out.filter((x) => x.end < frozenAt && x.status < 300).length / 3;
   console.log(
     JSON.stringify({
@@ -138,6 +144,8 @@ async function round(): Promise<void> {
       firstCreate: firstOk('create'),
       firstWebhook: firstOk('webhook'),
       last503AfterThaw: last503 ? ((last503.end - thaw) / 1000).toFixed(2) : null,
+      waitedDuringFreeze: { requests: waits.length, p50: waits[Math.floor(waits.length / 2)]?.toFixed(2), max: waits.at(-1)?.toFixed(2) },
+      waitingAtThaw: { requests: atThaw.length, max: atThaw.length ? Math.max(...atThaw).toFixed(2) : null },
       others: others.slice(0, 10),
       othersCount: others.length,
       okPerSecBefore: Math.round(before),

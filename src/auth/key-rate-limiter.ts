@@ -7,17 +7,25 @@ import { Gcra, RateDecision } from './gcra.js';
 import { SharedRateLimit } from './shared-rate-limit.js';
 
 const SWEEP_INTERVAL_MS = 60_000;
-/** A shared store slower than this counts as down (docs/operations.md, "Shared rate limit (Redis)"): the request goes on with this instance's counters. */
-const SHARED_STORE_TIMEOUT_MS = 50;
+/**
+ * A shared store slower than this counts as down (docs/operations.md, "Shared rate limit (Redis)"): the
+ * request goes on with this instance's counters. Chosen from checks measured on a busy machine
+ * (docs/performance.md, "The shared rate limit"), well above the slowest of them: a healthy Redis behind a
+ * busy event loop must not count as down, and only the checks in flight when Redis hangs wait this long.
+ */
+export const SHARED_STORE_TIMEOUT_MS = 500;
+/** Checks after each (re)connection whose failure does not count the store down (see SharedRateLimit.warmingUp). */
+export const WARM_UP_CHECKS = 20;
 /** While the shared store is down, how often it is asked whether it is back. */
 const PROBE_INTERVAL_MS = 1000;
 
 /**
  * RATE_LIMIT_PER_MINUTE per API key (GCRA, constant work per request). With REDIS_URL the limit is shared
  * by every instance through Redis or Valkey, one round trip per check; while that store cannot be reached
- * or answers slower than 50 ms, this instance counts on its own (each instance then allows the limit on its
- * share of the traffic), says so once at warn and in `rate_limit_shared_store_up`, and goes back to the
- * store as soon as it answers again. Without REDIS_URL every instance counts on its own.
+ * or answers slower than SHARED_STORE_TIMEOUT_MS (past its warm-up), this instance counts on its own (each
+ * instance then allows the limit on its share of the traffic), says so once at warn and in
+ * `rate_limit_shared_store_up`, and goes back to the store as soon as it answers again. Without REDIS_URL
+ * every instance counts on its own.
  */
 @Injectable()
 export class KeyRateLimiter implements OnApplicationShutdown {
@@ -54,10 +62,12 @@ export class KeyRateLimiter implements OnApplicationShutdown {
 
   async take(keyId: string): Promise<RateDecision> {
     if (this.shared && this.sharedUp) {
+      // Decided when the check is sent: checks sent together while warming up all stay misses.
+      const warmingUp = this.shared.warmingUp(WARM_UP_CHECKS);
       try {
         return await this.shared.take(keyId, this.limit);
       } catch (error) {
-        this.storeDown(error);
+        if (!warmingUp) this.storeDown(error);
       }
     }
     return this.local.take(keyId);

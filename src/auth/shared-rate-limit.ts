@@ -20,6 +20,8 @@ if allowedAt > nowUs then return {0, allowedAt - nowUs, tat - nowUs} end
 redis.call('SET', KEYS[1], nextTat, 'PX', math.ceil((nextTat - nowUs) / 1000))
 return {1, 0, nextTat - nowUs}`;
 
+const CONNECT_TIMEOUT_MS = 2000;
+
 type GcraRedis = Redis & { gcra(key: string, intervalUs: number, limit: number): Promise<[number, number, number]> };
 
 /**
@@ -29,13 +31,16 @@ type GcraRedis = Redis & { gcra(key: string, intervalUs: number, limit: number):
  */
 export class SharedRateLimit {
   private readonly redis: GcraRedis;
+  /** Until the first connection is made or fails. */
+  private firstConnection = true;
+  private checksSinceReady = 0;
 
   constructor(url: string, timeoutMs: number) {
     this.redis = new Redis(url, {
       commandTimeout: timeoutMs,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      connectTimeout: 2000,
+      connectTimeout: CONNECT_TIMEOUT_MS,
       // Reconnect forever, at most every 2 s: the limit returns to Redis as soon as it answers again.
       retryStrategy: (times) => Math.min(times * 200, 2000),
       keyPrefix: 'tdg:rate:',
@@ -44,13 +49,36 @@ export class SharedRateLimit {
     this.redis.defineCommand('gcra', { numberOfKeys: 1, lua: GCRA_SCRIPT });
     // Connection errors surface as failed calls; an unlistened 'error' event would end the process.
     this.redis.on('error', () => undefined);
+    this.redis.on('ready', () => {
+      this.firstConnection = false;
+      this.checksSinceReady = 0;
+    });
+    this.redis.on('close', () => (this.firstConnection = false));
+    // A first connection that neither succeeds nor fails (a Redis that accepts and never answers) is over too.
+    setTimeout(() => (this.firstConnection = false), CONNECT_TIMEOUT_MS).unref();
+  }
+
+  /**
+   * True while the connection is not yet warm: still making its first connection, or among the first
+   * `checks` checks since it (re)connected. A slow or refused check then says nothing about the store (the
+   * script is loaded and the code paths compiled on first use), so it counts as a miss, not as the store down.
+   */
+  warmingUp(checks: number): boolean {
+    return this.redis.status === 'ready' ? this.checksSinceReady < checks : this.firstConnection;
   }
 
   async take(key: string, limit: number): Promise<RateDecision> {
+    this.checksSinceReady += 1;
     const intervalUs = Math.floor((WINDOW_MS * 1000) / limit);
     const [allowed, retryAfterUs, usedUs] = await this.redis.gcra(key, intervalUs, limit);
     const left = quota(usedUs / 1000, 0, limit);
     return allowed === 1 ? { allowed: true, ...left } : { allowed: false, ...left, retryAfterSeconds: Math.max(1, Math.ceil(retryAfterUs / 1_000_000)) };
+  }
+
+  /** Resolves once the connection can take commands (at once when it already can). */
+  ready(): Promise<void> {
+    if (this.redis.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => this.redis.once('ready', () => resolve()));
   }
 
   async ping(): Promise<void> {

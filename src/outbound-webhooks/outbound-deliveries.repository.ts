@@ -58,14 +58,21 @@ export class OutboundDeliveriesRepository {
     return query.orderBy('d.id', 'DESC').limit(limit).getMany();
   }
 
-  /** Push attempts of the last `hours` hours in buckets of `bucketMinutes`: succeeded (a 2xx) or failed (anything else); an empty bucket has no row. */
-  attemptsPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: Date; succeeded: number; failed: number }>> {
+  /**
+   * Push attempts of the last `hours` hours in buckets of `bucketMinutes`: succeeded (a 2xx), retried (failed,
+   * and its delivery went on: a later attempt, or one still due) or failed (the last attempt of a delivery that
+   * gave up). A delivery that succeeded after retries thus counts no failure. An empty bucket has no row.
+   */
+  attemptsPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: Date; succeeded: number; retried: number; failed: number }>> {
     const succeeded = 'a.error IS NULL AND a.responseStatus BETWEEN 200 AND 299';
+    const gaveUp = `d.status = 'failed' AND NOT EXISTS (SELECT 1 FROM outbound_delivery_attempts later WHERE later.delivery_id = a.deliveryId AND later.id > a.id)`;
     return this.attempts
       .createQueryBuilder('a')
+      .innerJoin('a.delivery', 'd')
       .select("date_bin(make_interval(mins => :minutes), a.attemptedAt, 'epoch')", 'at')
       .addSelect(`count(*) FILTER (WHERE ${succeeded})::int`, 'succeeded')
-      .addSelect(`count(*) FILTER (WHERE NOT (${succeeded}))::int`, 'failed')
+      .addSelect(`count(*) FILTER (WHERE NOT (${succeeded}) AND NOT (${gaveUp}))::int`, 'retried')
+      .addSelect(`count(*) FILTER (WHERE NOT (${succeeded}) AND ${gaveUp})::int`, 'failed')
       .where('a.attemptedAt > now() - make_interval(hours => :hours)', { hours, minutes: bucketMinutes })
       .groupBy('at')
       .orderBy('at')

@@ -66,7 +66,7 @@ export class OutboundDeliveriesService {
   }
 
   /** Push attempts of the last `hours` hours by outcome, in buckets of `bucketMinutes` (the console's chart). */
-  async attemptsPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: string; succeeded: number; failed: number }>> {
+  async attemptsPerBucket(hours: number, bucketMinutes: number): Promise<Array<{ at: string; succeeded: number; retried: number; failed: number }>> {
     return (await this.deliveries.attemptsPerBucket(hours, bucketMinutes)).map((row) => ({ ...row, at: row.at.toISOString() }));
   }
 

@@ -564,6 +564,15 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     expect(await page.getByTestId('keys-more').isVisible()).toBe(false);
     expect(new Set(await rows.evaluateAll((all) => all.map((r) => r.getAttribute('data-key-id')))).size).toBe(PAGE_SIZE + 5);
 
+    // A source without deliveries: the empty list says so plainly, never as an alarm.
+    await go(page, 'deliveries');
+    const noDeliveries = page.getByTestId('push-deliveries-empty');
+    await page.getByTestId('filter-delivery-status').selectOption('attention');
+    await noDeliveries.filter({ hasText: /^No deliveries need attention for the source browser-paging\.$/ }).waitFor();
+    await page.getByTestId('filter-delivery-status').selectOption('');
+    await noDeliveries.filter({ hasText: /^No deliveries yet for the source browser-paging\.$/ }).waitFor();
+    expect(await noDeliveries.isVisible()).toBe(true);
+
     // One source across the three lists: its keys, endpoints and deliveries only.
     await page.getByTestId('search-source').fill(push.source);
     await page.getByTestId('search-submit').click();
@@ -711,15 +720,37 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     // The seeded traffic: the first attempt answered 500, the retry 200, and the bank events of the tests above.
     // Waited for, not counted at once: the overview may still show the figures of an earlier visit while
     // it fetches new ones.
-    for (const bar of [deliveries.locator('rect.bar-failed'), deliveries.locator('rect.bar-succeeded'), bank.locator('rect.bar-applied'), bank.locator('rect.bar-unmatched')]) {
+    for (const bar of [deliveries.locator('rect.bar-retried'), deliveries.locator('rect.bar-succeeded'), bank.locator('rect.bar-applied'), bank.locator('rect.bar-unmatched')]) {
       await bar.first().waitFor();
     }
+    // A delivery that failed once and succeeded on its retry counts its failed attempt as retried, not
+    // failed: "Failed" counts only the last attempt of each delivery that gave up.
+    expect((await t.db.query('SELECT status FROM outbound_deliveries WHERE id = $1', [failingId])).rows[0].status).toBe('succeeded');
+    const attempts = (
+      await t.db.query(
+        `SELECT count(*) FILTER (WHERE a.error IS NULL AND a.response_status BETWEEN 200 AND 299)::int AS succeeded,
+                count(*) FILTER (WHERE NOT (a.error IS NULL AND a.response_status BETWEEN 200 AND 299))::int AS unsuccessful,
+                count(DISTINCT a.delivery_id) FILTER (WHERE d.status = 'failed')::int AS "gaveUp",
+                count(*) FILTER (WHERE a.delivery_id = $1 AND a.response_status = 500)::int AS "failingFirst"
+           FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id`,
+        [failingId],
+      )
+    ).rows[0];
+    expect(attempts.failingFirst).toBe(1);
     const stats = (await adminApi('GET', '/admin/stats/outbound-deliveries?hours=3')).json();
-    const failed = stats.data.reduce((sum: number, b: { failed: number }) => sum + b.failed, 0);
-    const drawn = await deliveries.locator('rect.bar-failed').evaluateAll((rects) => rects.reduce((sum, r) => sum + Number(r.getAttribute('data-value')), 0));
-    expect(drawn).toBe(failed);
-    expect(await deliveries.locator('svg').getAttribute('aria-label')).toMatch(/^Push attempts in the last 3 hours, per minute: \d+ succeeded, \d+ failed\.$/);
-    expect(await deliveries.locator('.legend [data-series="failed"] strong').textContent()).toBe(String(failed));
+    const total = (series: 'succeeded' | 'retried' | 'failed') => stats.data.reduce((sum: number, b: Record<string, number>) => sum + b[series], 0);
+    expect({ succeeded: total('succeeded'), retried: total('retried'), failed: total('failed') }).toEqual({
+      succeeded: attempts.succeeded,
+      retried: attempts.unsuccessful - attempts.gaveUp,
+      failed: attempts.gaveUp,
+    });
+    for (const series of ['succeeded', 'retried', 'failed'] as const) {
+      const drawn = await deliveries.locator(`rect.bar-${series}`).evaluateAll((rects) => rects.reduce((sum, r) => sum + Number(r.getAttribute('data-value')), 0));
+      expect([series, drawn]).toEqual([series, total(series)]);
+      expect(await deliveries.locator(`.legend [data-series="${series}"] strong`).textContent()).toBe(String(total(series)));
+    }
+    expect(await deliveries.locator('.legend li').allTextContents()).toEqual([`Succeeded ${total('succeeded')}`, `Retried ${total('retried')}`, `Failed ${total('failed')}`]);
+    expect(await deliveries.locator('svg').getAttribute('aria-label')).toMatch(/^Push attempts in the last 3 hours, per minute: \d+ succeeded, \d+ retried(, \d+ failed)?\.$/);
     // Bars have height: a chart of zero-height rectangles would pass the counts above.
     const heights = await bank.locator('rect.bar').evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('height'))));
     expect(Math.min(...heights)).toBeGreaterThan(0);

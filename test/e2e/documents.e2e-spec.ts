@@ -1,14 +1,7 @@
 import fc from 'fast-check';
-import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument } from '../support/factories.js';
-import { ROOT } from '../support/processes.js';
 import { startTestApp, TestApp } from '../support/test-app.js';
-
-const run = promisify(execFile);
 
 describe('documents API', () => {
   let t: TestApp;
@@ -269,23 +262,6 @@ describe('documents API', () => {
       } while (cursor);
       expect(pages).toBe(3);
       expect(seen).toEqual(created.map((d) => d.id).reverse());
-    });
-
-    it("pages as the README's example does, run as written: the second page is the one after the first", async () => {
-      const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-      const [example] = [...readme.matchAll(/^ {2}\x60\x60\x60bash\n([\s\S]*?)^ {2}\x60\x60\x60$/gm)].map(([, body]) => body).filter((body) => body.includes('cursor='));
-      expect(example).toBeDefined();
-      await t.app.listen({ port: 0, host: '127.0.0.1' });
-      // The first page and the next, against this gateway: the lookup by externalId after them is another example.
-      const script = example
-        .split('\n')
-        .filter((line) => !line.includes('externalId='))
-        .join('\n')
-        .replaceAll('http://localhost:3000', await t.app.getUrl());
-      const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, KEY: source.key, PATH: `${dirname(process.execPath)}:${process.env.PATH}` } });
-      const [first, second] = stdout.replace(/\n(?=\{)/, '\u0000').split('\u0000').map((page) => JSON.parse(page) as { data: { id: string; status: string }[] });
-      const pending = created.filter((d) => d.id !== created[0].id).map((d) => d.id).reverse();
-      expect([first.data.map((d) => d.id), second.data.map((d) => d.id)]).toEqual([pending.slice(0, 2), pending.slice(2, 4)]);
     });
 
     it.each([

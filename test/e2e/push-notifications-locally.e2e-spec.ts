@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSecret, signedHeaders } from '../../src/outbound-webhooks/signing.js';
@@ -17,6 +18,12 @@ async function guideBlock(language: string, marker: string): Promise<string> {
     .filter((body) => body.includes(marker));
   expect(blocks).toHaveLength(1);
   return blocks[0];
+}
+
+/** The endpoint's secret where the guide keeps it: beside the receiver, readable by its owner only. */
+async function keepSecret(dir: string, secret: string, mode = 0o600): Promise<void> {
+  await writeFile(join(dir, 'webhook-secret'), `${secret}\n`, { mode });
+  await chmod(join(dir, 'webhook-secret'), mode);
 }
 
 describe('docs/push-notifications-locally.md, as written', () => {
@@ -50,16 +57,39 @@ describe('docs/push-notifications-locally.md, as written', () => {
     expect([registered, examplePort === registered]).toEqual([listens, false]);
   });
 
+  it("keeps the endpoint's secret in a file of mode 0600 in the receiver's directory, whatever the shell's umask", async () => {
+    const registration = await guideBlock('bash', 'webhook-endpoints -H');
+    const line = registration.split('\n').find((l) => l.includes('umask 077'));
+    expect(line).toContain('> ~/tax-gateway-receiver/webhook-secret');
+    const secret = generateSecret();
+    const home = await mkdtemp(join(tmpdir(), 'push-guide-home-'));
+    try {
+      await mkdir(join(home, 'tax-gateway-receiver'));
+      execFileSync('bash', ['-c', `umask 022; ${line}`], { env: { ...process.env, HOME: home, ENDPOINT: JSON.stringify({ id: 'x', secret }) } });
+      const file = join(home, 'tax-gateway-receiver', 'webhook-secret');
+      expect([(await stat(file)).mode & 0o777, (await readFile(file, 'utf8')).trim()]).toEqual([0o600, secret]);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
   it('receives a verified push, and says why it refuses each message it refuses, never with the secret or the signature', async () => {
     const key = await newSourceWithKey(t.app);
-    receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0', TAX_GATEWAY_WEBHOOK_SECRET: '' }, dir);
-    // Without the secret it stops at once and says what to set.
+    receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0' }, dir);
+    // Without the secret's file it stops at once and says where the secret goes.
     expect(await receiver.closed).toBe(1);
-    expect(receiver.stderr()).toContain('Set TAX_GATEWAY_WEBHOOK_SECRET');
+    expect(receiver.stderr()).toContain(`Keep the secret the endpoint was registered with in ${join(dir, 'webhook-secret')}, mode 0600`);
+    // Nor with a file others may read.
+    const secret = generateSecret();
+    await keepSecret(dir, secret, 0o644);
+    receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0' }, dir);
+    expect(await receiver.closed).toBe(1);
+    expect(receiver.stderr()).toContain('others may read it: chmod 600 it');
+    expect(receiver.output()).not.toContain(secret);
 
     // Step 2, with the receiver's own port: the test must not assume 4000 is free.
-    const secret = generateSecret();
-    receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0', TAX_GATEWAY_WEBHOOK_SECRET: secret }, dir);
+    await keepSecret(dir, secret);
+    receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0' }, dir);
     const url = await waitFor(async () => /^listening on (\S+)$/m.exec(receiver!.output())?.[1] ?? (receiver!.child.exitCode !== null && 'exited'), 'the receiver to listen', 30_000);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/hooks\/tax-gateway$/);
     const endpoint = await t.app.inject({
@@ -105,7 +135,7 @@ describe('docs/push-notifications-locally.md, as written', () => {
     }
   });
 
-  it('with the secret the endpoint was registered with, verifies and prints the pushes the gateway makes', async () => {
+  it('with the secret the endpoint was registered with, verifies and prints the pushes the gateway makes, also once restarted', async () => {
     const key = await newSourceWithKey(t.app);
     receiver?.child.kill('SIGTERM');
     await receiver?.exited;
@@ -118,13 +148,24 @@ describe('docs/push-notifications-locally.md, as written', () => {
     });
     expect(placeholder.statusCode).toBe(201);
     const { id, secret } = placeholder.json() as { id: string; secret: string };
-    receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0', TAX_GATEWAY_WEBHOOK_SECRET: secret }, dir);
+    await keepSecret(dir, secret);
+    receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0' }, dir);
     const url = await waitFor(async () => /^listening on (\S+)$/m.exec(receiver!.output())?.[1] ?? (receiver!.child.exitCode !== null && 'exited'), 'the receiver to listen', 30_000);
     const moved = await t.app.inject({ method: 'PATCH', url: `/api/v1/webhook-endpoints/${id}`, headers: { 'x-api-key': key.key }, payload: { url } });
     expect(moved.statusCode).toBe(200);
 
     const document = (await postDocument(t.app, key.key, documentBody(key.source))).json() as { id: string };
     await waitFor(async () => new RegExp(`^\\d+ document.created ${document.id} PENDING_PAYMENT$`, 'm').test(receiver!.output()), 'the push to be printed', 30_000);
+    expect(receiver.output()).not.toContain('refused');
+
+    // Restarted (a new terminal: no variable set), on the endpoint's port, it reads the same file and verifies.
+    receiver.child.kill('SIGTERM');
+    await receiver.exited;
+    receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: new URL(url).port }, dir);
+    await waitFor(async () => receiver!.output().includes(`listening on ${url}`) || (receiver!.child.exitCode !== null && 'exited'), 'the restarted receiver to listen', 30_000);
+    expect(receiver.child.exitCode).toBeNull();
+    const second = (await postDocument(t.app, key.key, documentBody(key.source))).json() as { id: string };
+    await waitFor(async () => new RegExp(`^\\d+ document.created ${second.id} PENDING_PAYMENT$`, 'm').test(receiver!.output()), 'the push to the restarted receiver', 30_000);
     expect(receiver.output()).not.toContain('refused');
 
     // Step 6: deleting the endpoint.

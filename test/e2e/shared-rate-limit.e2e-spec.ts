@@ -1,13 +1,19 @@
 import { createServer, Server, Socket } from 'node:net';
+import { Redis } from 'ioredis';
+import { SHARED_STORE_TIMEOUT_MS, WARM_UP_CHECKS } from '../../src/auth/key-rate-limiter.js';
 import { newSourceWithKey } from '../support/factories.js';
 import { waitFor } from '../support/processes.js';
 import { startTestApp, TestApp } from '../support/test-app.js';
 
 const REDIS = { host: '127.0.0.1', port: Number(process.env.TEST_REDIS_PORT ?? 6379) };
 
-/** A TCP proxy in front of Redis that can stop passing anything on (a Redis that hangs) and start again. */
-async function pausableProxy(): Promise<{ url: string; pause(): void; resume(): void; close(): Promise<void> }> {
+/**
+ * A TCP proxy in front of Redis that can stop passing anything on (a Redis that hangs) and start again, or
+ * hold Redis's answers back for `delayMs` each (a Redis behind a busy network or event loop).
+ */
+async function pausableProxy(): Promise<{ url: string; pause(): void; resume(): void; delay(ms: number): void; close(): Promise<void> }> {
   let paused = false;
+  let delayMs = 0;
   const pairs = new Set<[Socket, Socket]>();
   const held: Array<() => void> = [];
   const server: Server = createServer((client) => {
@@ -16,6 +22,7 @@ async function pausableProxy(): Promise<{ url: string; pause(): void; resume(): 
     pairs.add(pair);
     for (const [from, to] of [pair, [upstream, client] as [Socket, Socket]]) {
       from.on('data', (chunk) => {
+        if (!paused && delayMs && from === upstream) return void setTimeout(() => to.write(chunk), delayMs);
         if (!paused) return void to.write(chunk);
         held.push(() => to.write(chunk));
         from.pause();
@@ -32,6 +39,7 @@ async function pausableProxy(): Promise<{ url: string; pause(): void; resume(): 
   return {
     url: `redis://127.0.0.1:${port}`,
     pause: () => (paused = true),
+    delay: (ms) => (delayMs = ms),
     resume: () => {
       paused = false;
       // What arrived while paused was held back, not lost: let it through now, in order.
@@ -43,6 +51,11 @@ async function pausableProxy(): Promise<{ url: string; pause(): void; resume(): 
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/** Waits until a check of `key` has reached Redis: the instance's connection is up and used. */
+async function checkedInRedis(t: TestApp, key: { key: string; id: string }, redis: Redis): Promise<void> {
+  await waitFor(async () => (await me(t, key.key)).statusCode === 200 && (await redis.exists(`tdg:rate:${key.id}`)) === 1, 'a check that reached Redis');
 }
 
 const me = (t: TestApp, key: string) => t.app.inject({ method: 'GET', url: '/api/v1/me', headers: { 'x-api-key': key } });
@@ -82,7 +95,8 @@ describe('the per-key rate limit shared through Redis', () => {
     const t = await startTestApp({ env: { REDIS_URL: proxy.url, RATE_LIMIT_PER_MINUTE: '1000' } });
     try {
       const { key } = await newSourceWithKey(t.app);
-      expect((await me(t, key)).statusCode).toBe(200);
+      // Past the warm-up, whose slow checks do not count (the test below).
+      for (let i = 0; i < WARM_UP_CHECKS; i += 1) expect((await me(t, key)).statusCode).toBe(200);
       proxy.pause();
       // Every one answered while Redis still hangs (it is resumed only below): none waited for Redis.
       const during = await Promise.all(Array.from({ length: 20 }, () => me(t, key)));
@@ -101,6 +115,40 @@ describe('the per-key rate limit shared through Redis', () => {
     } finally {
       await t.close();
       await proxy.close();
+    }
+  });
+
+  it('does not count a healthy Redis down for a slow check during the warm-up after connecting, or for one slower than 50 ms but within its limit', async () => {
+    const proxy = await pausableProxy();
+    const redis = new Redis(REDIS);
+    const t = await startTestApp({ env: { REDIS_URL: proxy.url, RATE_LIMIT_PER_MINUTE: '1000' } });
+    try {
+      const key = await newSourceWithKey(t.app);
+      await checkedInRedis(t, key, redis);
+      // A check that times out while the connection is still warm: answered from the instance's own counters,
+      // without counting the store down, and the next check is shared again.
+      proxy.pause();
+      expect((await me(t, key.key)).statusCode).toBe(200);
+      proxy.resume();
+      expect(await storeUp(t)).toBe('1');
+      expect(t.logs()).not.toContain('shared rate-limit store does not answer');
+
+      // Warm, answers held back well over the old 50 ms but within the limit are still shared: Redis counts
+      // each of them (its stored arrival time moves on by one interval per check).
+      for (let i = 0; i < WARM_UP_CHECKS; i += 1) await me(t, key.key);
+      proxy.delay(150);
+      expect(SHARED_STORE_TIMEOUT_MS).toBeGreaterThan(2 * 150);
+      const before = Number(await redis.get(`tdg:rate:${key.id}`));
+      const slow = [];
+      for (let i = 0; i < 3; i += 1) slow.push(await me(t, key.key));
+      expect(slow.map((res) => res.statusCode)).toEqual([200, 200, 200]);
+      expect(Number(await redis.get(`tdg:rate:${key.id}`))).toBeGreaterThanOrEqual(before + 2 * 60_000);
+      expect(await storeUp(t)).toBe('1');
+      expect(t.logs()).not.toContain('shared rate-limit store does not answer');
+    } finally {
+      await t.close();
+      await proxy.close();
+      redis.disconnect();
     }
   });
 

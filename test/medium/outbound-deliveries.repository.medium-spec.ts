@@ -28,9 +28,13 @@ describe('OutboundDeliveriesRepository', () => {
     await m.check.query(`UPDATE outbound_deliveries SET status = 'failed', attempts = 9 WHERE id = $1`, [ids[0]]);
     await m.check.query(`UPDATE outbound_deliveries SET attempts = 1 WHERE id = $1`, [ids[1]]);
     await m.check.query(`UPDATE outbound_deliveries SET status = 'succeeded', attempts = 1 WHERE id = $1`, [ids[2]]);
+    // The second delivery failed once and waits for its retry; the third failed, then succeeded; the first
+    // failed twice and gave up.
     await m.check.query(
-      `INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms, response_status, error) VALUES ($1, now(), 5, 204, NULL), ($2, now(), 5, 500, 'http_error')`,
-      [ids[2], ids[1]],
+      `INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms, response_status, error)
+       VALUES ($1, now(), 5, 500, 'http_error'), ($1, now(), 5, 204, NULL), ($2, now(), 5, 500, 'http_error'),
+              ($3, now(), 5, 503, 'http_error'), ($3, now(), 15000, NULL, 'timeout')`,
+      [ids[2], ids[1], ids[0]],
     );
   });
   afterAll(() => m.close());
@@ -47,9 +51,9 @@ describe('OutboundDeliveriesRepository', () => {
     expect(await deliveries.pageForAdmin({ eventIds: [] }, 10)).toEqual([]);
   });
 
-  it('counts attempts per time bucket, succeeded apart from failed', async () => {
+  it('counts attempts per time bucket: succeeded, retried (its delivery went on), and failed only for the last of a delivery that gave up', async () => {
     const buckets = await deliveries.attemptsPerBucket(1, 60);
-    expect(buckets).toEqual([{ at: expect.any(Date), succeeded: 1, failed: 1 }]);
+    expect(buckets).toEqual([{ at: expect.any(Date), succeeded: 1, retried: 3, failed: 1 }]);
   });
 
   it('restarts a delivery that has not succeeded, and deletes an endpoint\u2019s deliveries with their attempts', async () => {

@@ -9,8 +9,11 @@ const HEIGHT = 220;
 const MARGIN = { top: 12, right: 8, bottom: 24, left: 40 };
 const TICK_MINUTES = [5, 10, 15, 30, 60, 120, 180, 360, 720, 1440];
 
+// A failed attempt that was tried again is "Retried", not "Failed": a delivery that succeeded on a retry
+// would otherwise read as a failure. "Failed" is only the last attempt of a delivery that gave up.
 const DELIVERY_SERIES = [
   { key: 'succeeded', label: 'Succeeded' },
+  { key: 'retried', label: 'Retried' },
   { key: 'failed', label: 'Failed' },
 ];
 const BANK_SERIES = [

@@ -146,7 +146,8 @@ export const deliveries = new PagedList({
   row: deliveryRow,
   empty: () => {
     const filter = $('filter-delivery-status');
-    const which = filter.value === '' ? 'No deliveries' : `No deliveries: ${filter.selectedOptions[0].textContent.toLowerCase()}`;
+    // Neutral: an empty list of what needs attention is good news, not an alarm.
+    const which = { '': 'No deliveries yet', attention: 'No deliveries need attention' }[filter.value] ?? `No ${filter.selectedOptions[0].textContent.toLowerCase()} deliveries`;
     return search.source ? `${which} for the source ${search.source}.` : `${which}.`;
   },
 });

@@ -113,7 +113,8 @@ export class StatsQueryDto {
 export class DeliveryBucketDto {
   @ApiProperty({ format: 'date-time', description: "The bucket's start" }) at: string;
   @ApiProperty({ example: 12, description: 'Attempts answered with a 2xx' }) succeeded: number;
-  @ApiProperty({ example: 1, description: 'Attempts that failed (an error or another status)' }) failed: number;
+  @ApiProperty({ example: 2, description: 'Attempts that failed (an error or another status) and were followed by another attempt, made or due' }) retried: number;
+  @ApiProperty({ example: 1, description: "Attempts that failed and were their delivery's last: it failed, no attempts left" }) failed: number;
 }
 
 export class DeliveryStatsDto {

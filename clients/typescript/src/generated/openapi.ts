@@ -1356,7 +1356,12 @@ export interface components {
              */
             succeeded: number;
             /**
-             * @description Attempts that failed (an error or another status)
+             * @description Attempts that failed (an error or another status) and were followed by another attempt, made or due
+             * @example 2
+             */
+            retried: number;
+            /**
+             * @description Attempts that failed and were their delivery's last: it failed, no attempts left
              * @example 1
              */
             failed: number;
