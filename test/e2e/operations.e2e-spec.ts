@@ -1,6 +1,8 @@
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { startTestApp, TestApp } from '../support/test-app.js';
+import { randomBytes } from 'node:crypto';
+import { generateOpaqueToken } from '../../src/common/opaque-token.js';
+import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app.js';
 
 describe('operations endpoints', () => {
   let t: TestApp;
@@ -104,6 +106,68 @@ describe('operations endpoints', () => {
     }
     expect(Object.keys(spec.paths['/api/v1/documents/{id}/cancel'].post.responses)).toEqual(expect.arrayContaining(['404', '409', '422']));
     expect(spec.components.securitySchemes).toMatchObject({ apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } });
+  });
+});
+
+describe('secrets a caller put into a URL or X-Request-Id', () => {
+  const SECRETS = {
+    'an API key': generateOpaqueToken('sk_tax_'),
+    'a personal admin token': generateOpaqueToken('adm_tax_'),
+    'the admin token': TEST_ADMIN_TOKEN,
+    'the bank secret': TEST_WEBHOOK_SECRET,
+    'a console session token': generateOpaqueToken('tdgs_'),
+    'a CSRF token': randomBytes(32).toString('base64url'),
+    'a 64-hex signature': randomBytes(32).toString('hex'),
+    'a push secret': `whsec_${randomBytes(24).toString('base64')}`,
+  };
+  /** What follows the secret, as a client would write it unencoded. */
+  const TRAILERS: Record<string, string> = { '': '', '!': '!', ',': ',', ' ': '%20', '"': '"', '@': '@', '\n': '%0a' };
+  const ENCODINGS: Record<string, (text: string, trailer: string) => string> = {
+    'as typed': (text, trailer) => text + TRAILERS[trailer],
+    'percent-encoded once': (text, trailer) => encodeURIComponent(text + trailer),
+    'percent-encoded twice': (text, trailer) => encodeURIComponent(encodeURIComponent(text + trailer)),
+  };
+  const POSITIONS: Record<string, (value: string) => string> = {
+    'a path segment': (value) => `/nope/${value}`,
+    'a path segment after a prefix': (value) => `/nope/x-${value}`,
+    'a query value': (value) => `/api/v1/me?q=${value}&limit=5`,
+    'a bare query parameter': (value) => `/api/v1/me?${value}`,
+    'after a semicolon': (value) => `/api/v1/me;${value}`,
+  };
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it.each(Object.entries(SECRETS))('never logs %s, in any position, encoding or with any character after it', async (_kind, secret) => {
+    const forms = [secret, encodeURIComponent(secret), encodeURIComponent(encodeURIComponent(secret))];
+    for (const [position, at] of Object.entries(POSITIONS)) {
+      for (const [encoding, encode] of Object.entries(ENCODINGS)) {
+        for (const trailer of Object.keys(TRAILERS)) {
+          const res = await t.app.inject({ method: 'GET', url: at(encode(secret, trailer)) });
+          // Refused (404 or 401), so logged at warn; and the problem's instance is redacted by the same rule.
+          expect([position, encoding, trailer, res.statusCode >= 400, forms.some((form) => res.body.includes(form))]).toEqual([position, encoding, trailer, true, false]);
+        }
+      }
+    }
+    // A request id that is, or carries, a secret is replaced by a generated one.
+    for (const trailer of ['', '.', ':', '-x']) {
+      const res = await t.app.inject({ method: 'GET', url: '/no-such-route', headers: { 'x-request-id': `${secret}${trailer}` } });
+      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(res.json().requestId).toBe(res.headers['x-request-id']);
+    }
+    const logs = t.logs();
+    expect(logs).toContain('"msg":"request completed"');
+    expect(forms.filter((form) => logs.includes(form))).toEqual([]);
+  });
+
+  it('still echoes a plain request id, a UUID among them', async () => {
+    for (const id of ['trace-42', '6f1c2a7e-3b4d-4e5f-8a9b-0c1d2e3f4a5b', 'batch:2026-12-02.7']) {
+      const res = await t.app.inject({ method: 'GET', url: '/no-such-route', headers: { 'x-request-id': id } });
+      expect(res.headers['x-request-id']).toBe(id);
+    }
   });
 });
 
