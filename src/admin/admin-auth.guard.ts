@@ -6,6 +6,7 @@ import { bearerCredential } from '../common/bearer.js';
 import { tokensMatch } from '../common/constant-time.js';
 import { hashOpaqueToken } from '../common/opaque-token.js';
 import { AppConfig } from '../config/app-config.js';
+import { addIsoDuration, parseIsoDuration } from '../config/iso-duration.js';
 import { AdminPrincipal, RequiresRole, ROLE_RANK } from './admin-actor.js';
 import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-failures.service.js';
 import { ADMIN_TOKEN } from './admin-token.js';
@@ -84,6 +85,7 @@ export class AdminAuthGuard implements CanActivate, OnModuleInit {
         actor: { type: 'session', adminId: session.adminId, email: session.email },
         role: session.role,
         session: { id: session.sessionId, csrfToken: session.csrfToken },
+        sessionTokenCeiling: addIsoDuration(new Date(), parseIsoDuration(this.config.ADMIN_TOKEN_MAX_TTL)!),
       }
     );
   }
