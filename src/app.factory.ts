@@ -1,7 +1,7 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule, AppModuleOptions } from './app.module.js';
-import { registerHttpHooks, requestIdFor } from './common/http-hooks.js';
+import { registerHttpHooks, requestIdsFor } from './common/http-hooks.js';
 import { answerClientError, answerFrameworkError, trackResponses } from './common/http-layer-errors.js';
 import { limitConnectionsPerClient } from './common/connection-limits.js';
 import { KnownRoutes } from './common/known-routes.js';
@@ -11,6 +11,7 @@ import { registerSecurityHeaders } from './common/security-headers.js';
 import { IdempotencyCoverage } from './idempotency/idempotency-coverage.js';
 import { AppLogger, PINO_LOGGER } from './logging/app-logger.js';
 import { registerRequestLog } from './logging/logging.module.js';
+import { configuredSecrets, secretCheck } from './logging/redact-url.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setupOpenApi } from './openapi/setup-openapi.js';
 import { BANK_WEBHOOK_PATH } from './webhooks/webhook-signature.js';
@@ -45,7 +46,7 @@ export async function createApp(options: AppModuleOptions): Promise<NestFastifyA
     // request.ip: the client's address, taken from X-Forwarded-For only through a trusted proxy.
     trustProxy: trustedProxies.fastifyOption(),
     bodyLimit: config.BODY_LIMIT_BYTES,
-    genReqId: requestIdFor,
+    genReqId: requestIdsFor(secretCheck(configuredSecrets(config))),
     requestIdHeader: false,
     // Slow clients: the whole request (a trickled body included) and its headers must arrive in time,
     // and an idle keep-alive connection is closed. Node checks these every second rather than every 30 s.

@@ -19,6 +19,8 @@ export interface AdminPrincipal {
   session?: { id: string; csrfToken: string };
   /** When the personal token making the request expires: no admin token it makes may outlive it. Absent otherwise. */
   tokenExpiresAt?: Date | null;
+  /** For a console session: the latest expiry a token it makes may have (ADMIN_TOKEN_MAX_TTL from now). */
+  sessionTokenCeiling?: Date;
 }
 
 /** Who did it and from where: what an audit entry records, passed to every service that changes something. */

@@ -1,16 +1,18 @@
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error.js';
+import { bearerCredential } from '../common/bearer.js';
 import { tokensMatch } from '../common/constant-time.js';
 import { hashOpaqueToken } from '../common/opaque-token.js';
 import { AppConfig } from '../config/app-config.js';
+import { addIsoDuration, parseIsoDuration } from '../config/iso-duration.js';
 import { AdminPrincipal, RequiresRole, ROLE_RANK } from './admin-actor.js';
 import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-failures.service.js';
 import { ADMIN_TOKEN } from './admin-token.js';
 import { ADMIN_TOKEN_PREFIX } from './admins.service.js';
 import { AdminsRepository } from './admins.repository.js';
-import { cookieValue, publicOrigin, SESSION_COOKIE } from './admin-session.js';
+import { cookieValue, publicOrigin, publicUrlWarning, SESSION_COOKIE } from './admin-session.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 const UNAUTHORIZED_DETAIL = 'A valid admin credential is required: Authorization: Bearer <token> (a personal adm_tax_… token or ADMIN_TOKEN), or a console session';
@@ -24,7 +26,7 @@ const UNAUTHORIZED_DETAIL = 'A valid admin credential is required: Authorization
  * a good credential from it still passes.
  */
 @Injectable()
-export class AdminAuthGuard implements CanActivate {
+export class AdminAuthGuard implements CanActivate, OnModuleInit {
   constructor(
     @Inject(ADMIN_TOKEN) private readonly adminToken: string,
     private readonly failures: AdminAuthFailuresService,
@@ -33,11 +35,16 @@ export class AdminAuthGuard implements CanActivate {
     private readonly reflector: Reflector,
   ) {}
 
+  onModuleInit(): void {
+    const warning = publicUrlWarning(this.config);
+    if (warning) new Logger('AdminConsole').warn(warning);
+  }
+
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     // A request without any credential guesses nothing (the console asks for its session on every load, signed
     // in or not), so it is refused without counting against the address's lockout.
-    if (!/^Bearer \S+$/.test(request.headers.authorization ?? '') && !cookieValue(request.headers.cookie, SESSION_COOKIE)) {
+    if (!bearerCredential(request.headers.authorization) && !cookieValue(request.headers.cookie, SESSION_COOKIE)) {
       throw new AppError('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
     }
     const principal = await this.identify(request);
@@ -62,7 +69,7 @@ export class AdminAuthGuard implements CanActivate {
   }
 
   private async identify(request: FastifyRequest): Promise<AdminPrincipal | null> {
-    const bearer = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
+    const bearer = bearerCredential(request.headers.authorization);
     if (bearer) {
       if (bearer.startsWith(ADMIN_TOKEN_PREFIX)) {
         const admin = await this.admins.authenticateToken(hashOpaqueToken(bearer));
@@ -78,6 +85,7 @@ export class AdminAuthGuard implements CanActivate {
         actor: { type: 'session', adminId: session.adminId, email: session.email },
         role: session.role,
         session: { id: session.sessionId, csrfToken: session.csrfToken },
+        sessionTokenCeiling: addIsoDuration(new Date(), parseIsoDuration(this.config.ADMIN_TOKEN_MAX_TTL)!),
       }
     );
   }

@@ -1,4 +1,4 @@
-import { cookiesMustBeSecure, cookieValue, loginCookie, sessionCookie } from './admin-session.js';
+import { cookiesMustBeSecure, cookieValue, loginCookie, publicUrlWarning, sessionCookie } from './admin-session.js';
 
 describe('console session cookies', () => {
   it('are HttpOnly, SameSite=Strict and limited to /admin, and Secure when asked', () => {
@@ -26,5 +26,19 @@ describe('console session cookies', () => {
     expect(cookieValue('a=1; tdg_admin_session=tdgs_x=y; b=2', 'tdg_admin_session')).toBe('tdgs_x=y');
     expect(cookieValue('tdg_admin_sessionx=1', 'tdg_admin_session')).toBeUndefined();
     expect(cookieValue(undefined, 'tdg_admin_session')).toBeUndefined();
+  });
+});
+
+describe('publicUrlWarning', () => {
+  it.each(['0.0.0.0', '::', '10.0.0.7', 'gateway.internal'])('warns when PUBLIC_URL is unset and the gateway listens on %s', (HOST) => {
+    expect(publicUrlWarning({ HOST })).toMatch(new RegExp(`^PUBLIC_URL is not set and the gateway listens on ${HOST.replace(/\./g, '\\.')}: .*Host header.*required behind a proxy`));
+  });
+
+  it.each(['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost'])('says nothing on the loopback address %s', (HOST) => {
+    expect(publicUrlWarning({ HOST })).toBeNull();
+  });
+
+  it('says nothing once PUBLIC_URL is set', () => {
+    expect(publicUrlWarning({ HOST: '0.0.0.0', PUBLIC_URL: 'https://gateway.example.com' })).toBeNull();
   });
 });

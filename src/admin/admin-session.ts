@@ -41,6 +41,22 @@ export function cookiesMustBeSecure(protocol: string, hostname: string): boolean
   return protocol !== 'http' || !LOOPBACK_HOSTS.has(hostname);
 }
 
+/** Whether `host` (HOST, the address the gateway listens on) can be reached only from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '');
+  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/**
+ * Without PUBLIC_URL the console's origin check and the sign-in's redirect take each request's Host header
+ * (and, behind trusted proxies, the forwarded scheme) as the gateway's origin: whoever can reach a
+ * non-loopback address can send any Host. The warning at start when that is the case; null otherwise.
+ */
+export function publicUrlWarning(config: { PUBLIC_URL?: string; HOST: string }): string | null {
+  if (config.PUBLIC_URL !== undefined || isLoopbackHost(config.HOST)) return null;
+  return `PUBLIC_URL is not set and the gateway listens on ${config.HOST}: the console's origin check and the sign-in redirect trust each request's Host header; set PUBLIC_URL to the origin browsers use (required behind a proxy)`;
+}
+
 /**
  * Where browsers reach the gateway: PUBLIC_URL when it is set, otherwise what this request says (its
  * scheme, behind trusted proxies the forwarded one, and its Host header).

@@ -38,10 +38,16 @@ export class AdminsController {
   ) {}
 
   @Get('me')
-  @ApiOperation({ operationId: 'getAdminMe', summary: 'Who am I', description: 'The caller as the audit log names it, and its role. A console session also gets the CSRF token its writes send.' })
+  @ApiOperation({ operationId: 'getAdminMe', summary: 'Who am I', description: 'The caller as the audit log names it, and its role. A console session also gets the CSRF token its writes send; a session or an expiring token, the latest expiry a token it issues may have.' })
   @ApiOkResponse({ type: MeDto })
   me(@AdminContext() principal: AdminPrincipal): MeDto {
-    return { actor: principal.actor, role: principal.role, ...(principal.session ? { csrfToken: principal.session.csrfToken } : {}) };
+    const tokensExpireBy = principal.sessionTokenCeiling ?? principal.tokenExpiresAt;
+    return {
+      actor: principal.actor,
+      role: principal.role,
+      ...(principal.session ? { csrfToken: principal.session.csrfToken } : {}),
+      ...(tokensExpireBy ? { tokensExpireBy: tokensExpireBy.toISOString() } : {}),
+    };
   }
 
   @Post('admins')

@@ -103,6 +103,11 @@ export class AdminsService {
       // A token that expires cannot extend itself by making another (README, "Administration").
       throw AppError.validation([{ field: 'expiresAt', message: `must be at most ${outlived.toISOString()}, when the token making this request expires` }]);
     }
+    const ceiling = principal.sessionTokenCeiling;
+    if (ceiling && (!expiresAt || expiresAt > ceiling)) {
+      // A session lasts hours: what it makes must not outlive it for good (README, "Administration").
+      throw AppError.validation([{ field: 'expiresAt', message: `is required in a console session, at most ${ceiling.toISOString()} (ADMIN_TOKEN_MAX_TTL from now)` }]);
+    }
     return this.transactions.managed(async (tx) => {
       const admin = await this.find(adminId, tx);
       if (admin.disabledAt) throw new AppError('INVALID_STATE_TRANSITION', 'A disabled administrator gets no new token');

@@ -4,10 +4,16 @@ import { AppError } from './app-error.js';
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Echo a caller's X-Request-Id when it is harmless to log and return; otherwise make one. */
-export function requestIdFor(request: RawRequestDefaultExpression): string {
-  const incoming = request.headers['x-request-id'];
-  return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+/**
+ * Echo a caller's X-Request-Id when it is harmless to log and return; otherwise make one. Harmless means
+ * short, plain and not secret-like (`looksSecret`, the rule URL redaction uses): a key, token or signature
+ * a client put there by mistake must not reach the log line of every refusal.
+ */
+export function requestIdsFor(looksSecret: (text: string) => boolean): (request: RawRequestDefaultExpression) => string {
+  return (request) => {
+    const incoming = request.headers['x-request-id'];
+    return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) && !looksSecret(incoming) ? incoming : randomUUID();
+  };
 }
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);

@@ -99,6 +99,48 @@ export function findUnstorable(value: unknown, path = ''): FieldError | null {
   return null;
 }
 
+/** A member's path as the field errors name it: `taxpayer.country`, `items[2]`. */
+const memberPath = (path: string, member: string | number) => (typeof member === 'number' ? `${path}[${member}]` : path ? `${path}.${member}` : member);
+
+/**
+ * The first key that appears twice in one object of `text` (valid JSON), with its path; null when none does.
+ * JSON.parse keeps the last of them without a word, so a body could mean one thing to a proxy or a log
+ * reader and another to the gateway. Keys are compared as parsed (`"a"` and `"\u0061"` are one key).
+ */
+export function findDuplicateKey(text: string): FieldError | null {
+  // One frame per open object or array: its path, and the keys seen (objects) or the index reached (arrays).
+  const frames: Array<{ path: string; keys: Set<string> | null; index: number; key: string }> = [];
+  let expectingKey = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      const frame = frames.at(-1);
+      if (expectingKey && frame?.keys) {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        if (frame.keys.has(key)) return { field: memberPath(frame.path, key), message: 'appears more than once in its object' };
+        frame.keys.add(key);
+        frame.key = key;
+        expectingKey = false;
+      }
+      i = end;
+    } else if (c === '{' || c === '[') {
+      const parent = frames.at(-1);
+      const path = parent ? memberPath(parent.path, parent.keys ? parent.key : parent.index) : '';
+      frames.push({ path, keys: c === '{' ? new Set() : null, index: 0, key: '' });
+      expectingKey = c === '{';
+    } else if (c === '}' || c === ']') {
+      frames.pop();
+    } else if (c === ',') {
+      const frame = frames.at(-1);
+      if (frame?.keys) expectingKey = true;
+      else if (frame) frame.index += 1;
+    }
+  }
+  return null;
+}
+
 /** The parsed body, or why it cannot be used, checked in order of cost: encoding, syntax, size, content. */
 function parseBody(body: Buffer, parseJson: (text: string) => unknown): unknown {
   let text: string;
@@ -113,7 +155,7 @@ function parseBody(body: Buffer, parseJson: (text: string) => unknown): unknown 
   } catch {
     return new MalformedBody(body, { field: 'body', message: 'is not valid JSON' });
   }
-  const problem = exceedsShape(value) ?? findUnstorable(value);
+  const problem = exceedsShape(value) ?? findDuplicateKey(text) ?? findUnstorable(value);
   return problem ? new MalformedBody(body, problem) : value;
 }
 

@@ -52,14 +52,14 @@ class TrustedProxyList implements ValidatorConstraintInterface {
 const RETENTION_MAXIMUM = 'P100Y';
 
 /**
- * A retention period: an ISO 8601 duration of whole numbers (iso-duration.ts) from `minimum` up to a
- * hundred years; the message states both, and why the minimum is what it is (`because`).
+ * An ISO 8601 duration of whole numbers (iso-duration.ts) from `minimum` to `maximum`; the message states
+ * both, and why the minimum is what it is (`because`).
  */
-function RetentionPeriod(minimum: string, because?: string): PropertyDecorator {
+function DurationInRange(minimum: string, maximum: string, because?: string): PropertyDecorator {
   const floor = shortestSeconds(parseIsoDuration(minimum)!);
-  const ceiling = longestSeconds(parseIsoDuration(RETENTION_MAXIMUM)!);
-  const message = `must be an ISO 8601 duration such as P90D or PT12H (whole numbers), from ${minimum} to ${RETENTION_MAXIMUM}${because ? ` (${because})` : ''}`;
-  @ValidatorConstraint({ name: `retentionPeriod${minimum}` })
+  const ceiling = longestSeconds(parseIsoDuration(maximum)!);
+  const message = `must be an ISO 8601 duration such as P90D or PT12H (whole numbers), from ${minimum} to ${maximum}${because ? ` (${because})` : ''}`;
+  @ValidatorConstraint({ name: `duration${minimum}to${maximum}` })
   class Period implements ValidatorConstraintInterface {
     validate(value: unknown): boolean {
       const duration = typeof value === 'string' ? parseIsoDuration(value) : null;
@@ -68,6 +68,9 @@ function RetentionPeriod(minimum: string, because?: string): PropertyDecorator {
   }
   return Validate(Period, { message });
 }
+
+/** A retention period: from `minimum` up to a hundred years. */
+const RetentionPeriod = (minimum: string, because?: string) => DurationInRange(minimum, RETENTION_MAXIMUM, because);
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -244,6 +247,13 @@ export class AppConfig {
   /** A console session ends this long after sign-in at the latest. */
   @IntInRange(1, 604800)
   ADMIN_SESSION_MAX_SECONDS = 28800;
+
+  /**
+   * The longest a personal token made in a console session may live, from its making: a session lasts
+   * hours, and what it makes must not outlive it for good (a token made with a token is bound by that one).
+   */
+  @DurationInRange('PT1H', 'P10Y')
+  ADMIN_TOKEN_MAX_TTL = 'P90D';
 
   /** A Redis or Valkey through which every instance shares the per-key rate limit; unset: each instance counts on its own. */
   @IsOptional()

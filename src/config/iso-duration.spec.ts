@@ -1,4 +1,4 @@
-import { longestSeconds, parseIsoDuration, shortestSeconds } from './iso-duration.js';
+import { addIsoDuration, longestSeconds, parseIsoDuration, shortestSeconds } from './iso-duration.js';
 
 describe('parseIsoDuration', () => {
   it.each([
@@ -57,5 +57,17 @@ describe('shortestSeconds and longestSeconds', () => {
     expect(span('P1M')).toEqual([28 * 86400, 31 * 86400]);
     expect(span('P1Y')).toEqual([365 * 86400, 366 * 86400]);
     expect(span('P1Y1M')).toEqual([393 * 86400, 397 * 86400]);
+  });
+});
+
+describe('addIsoDuration', () => {
+  it.each([
+    ['P90D', '2026-12-02T13:00:00.000Z', '2027-03-02T13:00:00.000Z'],
+    ['P1M', '2027-01-31T00:00:00.000Z', '2027-03-03T00:00:00.000Z'],
+    ['P1Y', '2028-02-29T12:00:00.000Z', '2029-03-01T12:00:00.000Z'],
+    ['P2W', '2026-12-25T00:00:00.000Z', '2027-01-08T00:00:00.000Z'],
+    ['PT1H30M15S', '2026-12-31T23:00:00.000Z', '2027-01-01T00:30:15.000Z'],
+  ])('adds %s to %s', (duration, from, to) => {
+    expect(addIsoDuration(new Date(from), parseIsoDuration(duration)!).toISOString()).toBe(to);
   });
 });

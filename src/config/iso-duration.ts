@@ -37,3 +37,10 @@ export function shortestSeconds(d: IsoDuration): number {
 export function longestSeconds(d: IsoDuration): number {
   return shortestSeconds(d) + (d.years * 1 + d.months * 3) * DAY;
 }
+
+/** `from` plus the duration, calendar parts first (a month is a calendar month, as PostgreSQL counts it), in UTC. */
+export function addIsoDuration(from: Date, d: IsoDuration): Date {
+  const at = new Date(from);
+  at.setUTCFullYear(at.getUTCFullYear() + d.years, at.getUTCMonth() + d.months, at.getUTCDate() + d.weeks * 7 + d.days);
+  return new Date(at.getTime() + ((d.hours * 60 + d.minutes) * 60 + d.seconds) * 1000);
+}

@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { createServer } from 'node:net';
 import type { Pool } from 'pg';
-import { DatabaseUnavailable } from '../common/database-failure.js';
-import { ConnectionGate } from './connection-gate.js';
+import { DatabaseUnavailable, describeFailure } from '../common/database-failure.js';
+import { ConnectionGate, GateShut } from './connection-gate.js';
 
 /** A port on loopback where nothing listens: every connection attempt is refused. */
 async function closedPort(): Promise<number> {
@@ -44,7 +44,12 @@ describe('ConnectionGate', () => {
     expect(gate.open).toBe(false);
     const refusal = gate.refusal();
     expect(refusal).toBeInstanceOf(DatabaseUnavailable);
-    expect(refusal).toMatchObject({ failure: 'unreachable', cause });
+    expect(refusal).toMatchObject({ failure: 'unreachable', cause: { cause } });
+    // What the request's log line says: no attempt of its own, not the words of the attempt that shut the gate.
+    expect(refusal!.cause).toBeInstanceOf(GateShut);
+    const logged = describeFailure(refusal!.cause);
+    expect(logged).toEqual({ cause: 'ConnectionGateShut', message: expect.stringMatching(/^gate shut after a failed connection attempt \d+\.\d s ago, no attempt made$/) });
+    expect(refusal!.code).toBeUndefined();
   });
 
   it('hands connections through while open, and refuses without asking the pool while closed', async () => {
@@ -74,7 +79,7 @@ describe('ConnectionGate', () => {
       await expect(client.connect()).rejects.toThrow();
       await ended;
       expect(watching.open).toBe(false);
-      expect(watching.refusal()?.cause).toMatchObject({ message: 'A new connection was given up: the database did not answer in time' });
+      expect(watching.refusal()?.cause).toMatchObject({ cause: { message: 'A new connection was given up: the database did not answer in time' } });
       await watching.onModuleDestroy();
     } finally {
       silent.close();

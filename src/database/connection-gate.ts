@@ -52,6 +52,17 @@ function withMember<T extends object>(target: T, name: keyof T, value: unknown):
 }
 
 /**
+ * Why a request was refused at the shut gate: no attempt of its own, so its log line says that rather than
+ * repeat the driver's words of the attempt that shut the gate (logged once, when it shut; kept as `cause`).
+ */
+export class GateShut extends Error {
+  constructor(shutBy: unknown, since: number) {
+    super(`gate shut after a failed connection attempt ${((Date.now() - since) / 1000).toFixed(1)} s ago, no attempt made`, { cause: shutBy });
+    this.name = 'ConnectionGateShut';
+  }
+}
+
+/**
  * Connection attempts while the database does not answer are capped: once opening a connection has failed,
  * the request pool opens no more, and callers get a 503 ("unreachable") at once, until one attempt at a
  * time, backing off, reaches the database again. Without it every waiting request made the pool open a
@@ -82,7 +93,7 @@ export class ConnectionGate implements OnModuleDestroy {
 
   /** What a caller gets instead of a connection while the gate is closed; null while it is open. */
   refusal(): DatabaseUnavailable | null {
-    return this.closed ? new DatabaseUnavailable('unreachable', this.closed.error) : null;
+    return this.closed ? new DatabaseUnavailable('unreachable', new GateShut(this.closed.error, this.closed.since)) : null;
   }
 
   /**

@@ -21,7 +21,8 @@ function pinoOptions(config: AppConfig): Options {
     serializers: {
       // Log what identifies a request, not its headers or body.
       req: (req: FastifyRequest) => ({ id: req.id, method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
-      res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
+      // A refusal's line names its cause: the problem's code, and what stood in the way where that is more.
+      res: (res: FastifyReply) => ({ statusCode: res.statusCode, ...res.request?.refusal }),
     },
   };
 }
@@ -32,6 +33,30 @@ function pinoOptions(config: AppConfig): Options {
  */
 const levelOf = (status: number): Level => (status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'debug');
 
+/** What a refusal's log line says of it beside its status (README, "Operations"). */
+export interface LoggedRefusal {
+  code: string;
+  /** For the idempotency refusals and a replayed answer: the state of the request's X-Idempotency-Key. */
+  idempotencyKey?: 'in_use' | 'reused' | 'replayed';
+  /** For a 503: the database failure (DatabaseFailure) that caused it. */
+  cause?: string;
+}
+
+const KEY_STATES: Partial<Record<string, LoggedRefusal['idempotencyKey']>> = { IDEMPOTENCY_KEY_IN_USE: 'in_use', IDEMPOTENCY_KEY_REUSED: 'reused' };
+/** Every problem body starts with the fields of src/common/problem.ts in this order, code among them. */
+const PROBLEM_CODE = /^\{"type":"about:blank","title":"[^"]*","status":\d+,"code":"([A-Z_]+)"/;
+
+/**
+ * The refusal as its answer says it, read from the problem body about to be sent: one place sees every
+ * answer, those of the problem filter, of the HTTP layer and a replayed stored refusal alike.
+ */
+function refusalOf(request: FastifyRequest, reply: FastifyReply, payload: unknown): LoggedRefusal | undefined {
+  const code = typeof payload === 'string' ? PROBLEM_CODE.exec(payload)?.[1] : undefined;
+  if (code === undefined) return undefined;
+  const idempotencyKey = reply.getHeader('idempotent-replayed') === 'true' ? 'replayed' : KEY_STATES[code];
+  return { code, ...(idempotencyKey ? { idempotencyKey } : {}), ...(request.databaseFailure ? { cause: request.databaseFailure } : {}) };
+}
+
 /**
  * One line per answered request, written after the answer and only when its level is enabled. This
  * takes the place of a pino-http middleware, which would build a child logger (serialising the request)
@@ -39,6 +64,11 @@ const levelOf = (status: number): Level => (status >= 500 && status !== 503 ? 'e
  * request name its requestId themselves.
  */
 export function registerRequestLog(fastify: FastifyInstance, logger: Logger): void {
+  // Only refusals are looked at, and only when their line will be written.
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    if (reply.statusCode >= 400 && logger.isLevelEnabled(levelOf(reply.statusCode))) request.refusal = refusalOf(request, reply, payload);
+    done(null, payload);
+  });
   fastify.addHook('onResponse', (request, reply, done) => {
     const level = levelOf(reply.statusCode);
     if (logger.isLevelEnabled(level)) {
@@ -59,5 +89,12 @@ export class LoggingModule {
       providers: [{ provide: PINO_LOGGER, useValue: destination ? pino(options, destination) : pino(options) }, AppLogger],
       exports: [PINO_LOGGER, AppLogger],
     };
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set on a refused request whose log line will be written: what the line says of the refusal. */
+    refusal?: LoggedRefusal;
   }
 }

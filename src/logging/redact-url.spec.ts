@@ -1,8 +1,9 @@
-import { urlRedactor } from './redact-url.js';
+import { secretCheck, urlRedactor } from './redact-url.js';
 
 const ADMIN = 'correct horse battery staple';
 const redactUrl = urlRedactor([ADMIN, 'metrics-token-42']);
 const key = 'sk_tax_' + 'A1b2C3d4'.repeat(5);
+const HEX = '0123456789abcdef'.repeat(4);
 
 describe('urlRedactor', () => {
   it('redacts the values of parameters named like secrets, and of values shaped like the gateway\u2019s keys and tokens', () => {
@@ -29,6 +30,9 @@ describe('urlRedactor', () => {
     ['after a malformed escape', `/admin/me?q=%zz${encodeURIComponent(ADMIN)}`, '/admin/me?q=[redacted]'],
     ['beside a lone byte of a character', `/nope/%E0${encodeURIComponent(key).replace(/_/g, '%5F')}`, '/nope/[redacted]'],
     ['encoded twice', `/admin/me?q=${encodeURIComponent(encodeURIComponent(ADMIN))}`, '/admin/me?q=[redacted]'],
+    ['a console session token', `/admin/me?q=tdgs_${'x'.repeat(10)}`, '/admin/me?q=[redacted]'],
+    ['a CSRF token followed by a quote', `/admin/me;${'Ab_-'.repeat(11)}"`, '/admin/me;[redacted]'],
+    ...['!', ',', '%20', '"', '@', '%0a', '%250a'].map((after) => [`a 64-hex signature followed by ${after}`, `/x/${HEX}${after}?sig=a${HEX}${after}`, '/x/[redacted]?sig=[redacted]']),
   ])('redacts a secret %s', (_where, url, logged) => {
     expect(redactUrl(url)).toBe(logged);
   });
@@ -45,5 +49,17 @@ describe('urlRedactor', () => {
     expect(redactUrl('/api/v1/documents?status=PAID&limit=20&cursor=ZDoxMjM')).toBe('/api/v1/documents?status=PAID&limit=20&cursor=ZDoxMjM');
     expect(redactUrl('/x?flag&y=%E0%A4%A')).toBe('/x?flag&y=%E0%A4%A');
     expect(redactUrl('/')).toBe('/');
+  });
+});
+
+describe('secretCheck', () => {
+  const looksSecret = secretCheck([ADMIN]);
+
+  it.each([key, `tdgs_abc`, HEX, `${HEX}:1`, 'Ab_-'.repeat(11), `x${ADMIN}y`, `req.${'Z'.repeat(32)}`])('finds %s secret-like', (text) => {
+    expect(looksSecret(text)).toBe(true);
+  });
+
+  it.each(['trace-42', '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f', '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f:retry-2', 'batch:2026-12-02.7'])('leaves %s alone', (text) => {
+    expect(looksSecret(text)).toBe(false);
   });
 });

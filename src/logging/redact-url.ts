@@ -2,11 +2,15 @@ import type { AppConfig } from '../config/app-config.js';
 
 /** Parameters whose values are secrets by their name. */
 const SECRET_NAME = /key|token|secret|signature|password|passwd|auth|session|code|credential/i;
-/** The gateway's own keys, tokens and push secrets, wherever they stand in a part. */
-const GATEWAY_SECRET = /(sk|adm)_tax_|whsec_/i;
-/** A long opaque string; a UUID (the ids in the gateway's paths) is not one. */
-const OPAQUE = /^[A-Za-z0-9_\-+/.~]{32,}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The gateway's own keys, tokens, push secrets and console session tokens, wherever they stand in a part. */
+const GATEWAY_SECRET = /(sk|adm)_tax_|whsec_|tdgs_/i;
+/**
+ * A long opaque run anywhere in a part, whatever stands around it (a `!`, a quote, a space): a 64-hex
+ * signature, a console CSRF token (43 base64url characters, without a prefix of its own), a key without
+ * its prefix. UUIDs (the ids in the gateway's paths) are taken out first: they are not secrets.
+ */
+const OPAQUE_RUN = /[A-Za-z0-9_\-+/.~]{32,}/;
+const UUIDS = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 /** What separates the parts of a URL that are judged one by one: path segments, parameters, names, values. */
 const DELIMITERS = /([/?&;=#])/;
 const REDACTED = '[redacted]';
@@ -45,6 +49,14 @@ export function urlRedactorFor(config: AppConfig): (url: string) => string {
 }
 
 /**
+ * Whether a text is, contains or looks like a secret: one of the gateway's prefixes, a configured secret,
+ * or a long opaque run. The rule for each part of a URL, and for a caller's X-Request-Id.
+ */
+export function secretCheck(secrets: readonly string[]): (text: string) => boolean {
+  return (text) => GATEWAY_SECRET.test(text) || OPAQUE_RUN.test(text.replace(UUIDS, ' ')) || secrets.some((secret) => text.includes(secret));
+}
+
+/**
  * A request URL as it may be logged or named in an answer: every part of it (a path segment, a parameter
  * after `?`, `&` or `;`, a parameter's name or value) that is, or looks like, a key, token or secret,
  * judged after percent-decoding, becomes `[redacted]`, as does the value of a parameter named like a
@@ -52,7 +64,7 @@ export function urlRedactorFor(config: AppConfig): (url: string) => string {
  * the URL.
  */
 export function urlRedactor(secrets: readonly string[]): (url: string) => string {
-  const isSecret = (text: string) => GATEWAY_SECRET.test(text) || (OPAQUE.test(text) && !UUID.test(text)) || secrets.some((secret) => text.includes(secret));
+  const isSecret = secretCheck(secrets);
   return (url) => {
     const parts = url.split(DELIMITERS);
     let inQuery = false;

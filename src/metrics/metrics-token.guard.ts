@@ -2,6 +2,7 @@ import { CanActivate, ExecutionContext, Injectable, Logger, OnModuleInit } from 
 import type { FastifyRequest } from 'fastify';
 import { tokensMatch } from '../common/constant-time.js';
 import { AppError } from '../common/app-error.js';
+import { bearerCredential } from '../common/bearer.js';
 import { AppConfig } from '../config/app-config.js';
 
 /**
@@ -21,7 +22,7 @@ export class MetricsTokenGuard implements CanActivate, OnModuleInit {
     const expected = this.config.METRICS_TOKEN;
     if (!expected) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const presented = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
+    const presented = bearerCredential(request.headers.authorization);
     if (presented && tokensMatch(presented, expected)) return true;
     throw new AppError('UNAUTHORIZED', 'A valid metrics token is required: Authorization: Bearer <METRICS_TOKEN>');
   }

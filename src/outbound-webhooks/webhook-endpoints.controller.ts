@@ -23,7 +23,7 @@ const ENDPOINT_LINKS = {
   listWebhookDeliveries: { operationId: 'listWebhookDeliveries', parameters: { id: '$response.body#/id' }, description: 'Its delivery log' },
 };
 const URL_RULES =
-  '`url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, ' +
+  '`url`: absolute `https://` without credentials or fragment, at most 2048 characters, whose host is not and does not resolve to a loopback, private, ' +
   'link-local or otherwise non-public address (checked again at every attempt, on the address connected to).';
 
 @ApiTags('webhook endpoints')

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, FindOptionsWhere, Repository } from 'typeorm';
+import { EntityManager, FindOptionsWhere, In, Repository } from 'typeorm';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity.js';
 
 export type NewEndpoint = Pick<WebhookEndpointEntity, 'source' | 'url' | 'description' | 'eventTypes' | 'secret'>;
@@ -34,9 +34,12 @@ export class WebhookEndpointsRepository {
     return tx.getRepository(WebhookEndpointEntity).findOneByOrFail({ id });
   }
 
-  /** Whether an administrator has stopped an endpoint of `source` at `url`; the caller holds the source's lock. */
-  isStoppedByAdmin(tx: EntityManager, source: string, url: string): Promise<boolean> {
-    return tx.getRepository(WebhookEndpointEntity).existsBy({ source, url, disabledReason: 'admin' });
+  /**
+   * A source's endpoints, only their URLs and why they are off, for comparing URLs (sameReceiverAs); the
+   * caller holds the source's lock. `stoppedOnly`: those an administrator stopped.
+   */
+  urlsOf(tx: EntityManager, source: string, stoppedOnly = false): Promise<Pick<WebhookEndpointEntity, 'id' | 'url' | 'disabledReason'>[]> {
+    return tx.getRepository(WebhookEndpointEntity).find({ select: { id: true, url: true, disabledReason: true }, where: { source, ...(stoppedOnly ? { disabledReason: 'admin' as const } : {}) } });
   }
 
   /** A source's endpoints, oldest first. */
@@ -69,12 +72,9 @@ export class WebhookEndpointsRepository {
     return tx.getRepository(WebhookEndpointEntity).findOneByOrFail({ id });
   }
 
-  /**
-   * The same switch for the endpoints of `source` at `url`, all of them or (`stoppedOnly`) those an
-   * administrator stopped; the caller holds the source's lock.
-   */
-  async switchAllAt(tx: EntityManager, at: { source: string; url: string; stoppedOnly: boolean }, change: Pick<EndpointChange, 'enabled' | 'disabledReason' | 'failingSince'>): Promise<void> {
-    await tx.getRepository(WebhookEndpointEntity).update({ source: at.source, url: at.url, ...(at.stoppedOnly ? { disabledReason: 'admin' as const } : {}) }, definedOnly(change));
+  /** The same switch for the endpoints `ids`; the caller holds their source's lock. */
+  async switchAll(tx: EntityManager, ids: string[], change: Pick<EndpointChange, 'enabled' | 'disabledReason' | 'failingSince'>): Promise<void> {
+    if (ids.length > 0) await tx.getRepository(WebhookEndpointEntity).update({ id: In(ids) }, definedOnly(change));
   }
 
   /** False when there was none. The caller holds the source's lock and deletes the endpoint's deliveries with it. */

@@ -8,7 +8,7 @@ import { afterCommit } from '../database/after-commit.js';
 import { Transaction, Transactions } from '../database/transaction.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto.js';
-import { checkEndpointUrl } from './endpoint-url.js';
+import { checkEndpointUrl, sameReceiverAs } from './endpoint-url.js';
 import { generateSecret } from './signing.js';
 import { OutboundDeliveriesRepository } from './outbound-deliveries.repository.js';
 import { OUTBOUND_EVENT_TYPES, WebhookEndpointEntity } from './webhook-endpoint.entity.js';
@@ -40,7 +40,7 @@ export class WebhookEndpointsService implements OnModuleInit {
     const tx = await request.manager();
     // Counted under the source's lock, so parallel creations cannot pass the limit together.
     await this.endpoints.lockSource(tx, source);
-    if (await this.endpoints.isStoppedByAdmin(tx, source, url)) throw stoppedUrl();
+    if (await this.isStoppedByAdmin(tx, source, url)) throw stoppedUrl();
     if ((await this.endpoints.count(tx, source)) >= MAX_ENDPOINTS_PER_SOURCE) {
       throw new AppError('VALIDATION_ERROR', `A source can register at most ${MAX_ENDPOINTS_PER_SOURCE} webhook endpoints`, [
         { field: 'url', message: `this source already has ${MAX_ENDPOINTS_PER_SOURCE} endpoints; delete one first` },
@@ -74,7 +74,8 @@ export class WebhookEndpointsService implements OnModuleInit {
       if (dto.enabled !== undefined && endpoint.disabledReason === 'admin') {
         throw new AppError('INVALID_STATE_TRANSITION', 'The gateway operator disabled this endpoint; only they can enable it again');
       }
-      if (url !== undefined && url !== endpoint.url && (endpoint.disabledReason === 'admin' || (await this.endpoints.isStoppedByAdmin(tx, source, url)))) {
+      const moved = url !== undefined && (await sameReceiverAs(url, [endpoint])).length === 0;
+      if (moved && (endpoint.disabledReason === 'admin' || (await this.isStoppedByAdmin(tx, source, url)))) {
         throw stoppedUrl();
       }
       const changed = await this.endpoints.update(tx, id, { url, description: dto.description, eventTypes: dto.eventTypes, ...switched(dto.enabled, 'client') });
@@ -132,11 +133,17 @@ export class WebhookEndpointsService implements OnModuleInit {
     const endpoint = await this.endpoints.findForUpdate(tx, id);
     if (!endpoint) throw notFound();
     // Stopping reaches every endpoint at the URL; lifting, only those an administrator stopped (a client's own pause stays).
-    await this.endpoints.switchAllAt(tx, { source: endpoint.source, url: endpoint.url, stoppedOnly: enabled }, switched(enabled, 'admin'));
+    const atUrl = await sameReceiverAs(endpoint.url, await this.endpoints.urlsOf(tx, endpoint.source, enabled));
+    await this.endpoints.switchAll(tx, atUrl.map((at) => at.id), switched(enabled, 'admin'));
     // This one is switched whatever stopped it (an administrator may enable a client's paused endpoint), and read back.
     const changed = await this.endpoints.update(tx, id, enabled ? switched(true, 'admin') : {});
     if (changed.enabled && !endpoint.enabled) afterCommit(tx, () => this.worker.announce());
     return { source: changed.source, ...toEndpointResponse(changed) };
+  }
+
+  /** Whether an administrator stopped an endpoint of `source` at `url` or another spelling of it; the caller holds the source's lock. */
+  private async isStoppedByAdmin(tx: EntityManager, source: string, url: string): Promise<boolean> {
+    return (await sameReceiverAs(url, await this.endpoints.urlsOf(tx, source, true))).length > 0;
   }
 
   /** Another source's endpoint, an unknown id and a non-UUID are all the same 404. */

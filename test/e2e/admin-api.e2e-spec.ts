@@ -25,6 +25,18 @@ describe('admin REST endpoints', () => {
   });
 
   describe('admin token', () => {
+    it('takes the Bearer scheme in any case (RFC 9110), for ADMIN_TOKEN and for a personal token', async () => {
+      const account = await admin('POST', '/admin/admins', { email: `${uniqueSource('bearer')}@example.com`, role: 'viewer' });
+      const personal = await admin('POST', `/admin/admins/${account.json().id}/tokens`, { name: 'case' });
+      expect(personal.statusCode).toBe(201);
+      for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+        for (const credential of [TEST_ADMIN_TOKEN, personal.json().token]) {
+          const res = await t.app.inject({ method: 'GET', url: '/admin/me', headers: { authorization: `${scheme} ${credential}` } });
+          expect([scheme, res.statusCode]).toEqual([scheme, 200]);
+        }
+      }
+    });
+
     const endpoints: Array<['GET' | 'POST', string]> = [
       ['POST', '/admin/api-keys'],
       ['GET', '/admin/api-keys'],

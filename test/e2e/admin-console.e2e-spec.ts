@@ -449,6 +449,8 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await go(p, 'my-tokens');
     const panel = p.getByTestId('token-panel');
     await panel.locator('[data-testid="token-row"]').first().waitFor();
+    // Signed in with a token that never expires: the expiry is optional here.
+    expect(await panel.getByTestId('token-expires-hint').textContent()).toBe('In your local time; empty: never.');
     await panel.getByTestId('token-name').fill('second laptop');
     await panel.getByRole('button', { name: 'Issue token' }).click();
     await p.getByTestId('secret-panel').waitFor();

@@ -141,7 +141,23 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       expect(stored).not.toContain(cookie!.value);
 
       const me = await meFrom(page);
-      expect(me).toEqual({ status: 200, body: { actor: { type: 'session', adminId: ada.id, email: ada.email }, role: 'admin', csrfToken: expect.any(String) } });
+      expect(me).toEqual({
+        status: 200,
+        body: { actor: { type: 'session', adminId: ada.id, email: ada.email }, role: 'admin', csrfToken: expect.any(String), tokensExpireBy: expect.any(String) },
+      });
+      // A token issued in this session must expire within ADMIN_TOKEN_MAX_TTL: the form says so, and one without an expiry is refused.
+      await page.getByTestId('nav-my-tokens').click();
+      const panel = page.getByTestId('token-panel');
+      const hint = panel.getByTestId('token-expires-hint');
+      await hint.waitFor();
+      expect(await hint.textContent()).toMatch(/^In your local time\. Required: at most .+ \(ADMIN_TOKEN_MAX_TTL from now: a token issued in a console session always expires\)\.$/);
+      // The console's own /admin/me, asked when it loaded: ADMIN_TOKEN_MAX_TTL (P90D) from then.
+      const shownBy = Date.parse((await hint.locator('time').getAttribute('datetime')) ?? '');
+      expect(Math.abs(shownBy - Date.parse(me.body.tokensExpireBy as string))).toBeLessThan(10 * 60_000);
+      await panel.getByRole('button', { name: 'Issue token' }).click();
+      const error = panel.getByTestId('token-error');
+      await error.waitFor();
+      expect(await error.locator('li[data-field="expiresAt"]').textContent()).toMatch(/^Expires: is required in a console session, at most .+ \(ADMIN_TOKEN_MAX_TTL from now\)$/);
       const signedIn = (await auditEntries('admin.signed_in')).find((e) => (e.actor as { adminId: string }).adminId === ada.id);
       expect(signedIn).toMatchObject({ actor: { type: 'session', adminId: ada.id, email: ada.email }, targetType: 'admin_session', remoteAddress: '127.0.0.1' });
     } finally {

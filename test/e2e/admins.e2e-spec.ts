@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { inSequence } from '../support/database.js';
 import { adminHeaders, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, uniqueSource } from '../support/factories.js';
 import { waitFor } from '../support/processes.js';
@@ -200,9 +201,67 @@ describe('administrators', () => {
       const within = await as(shortLived.token, 'POST', `/admin/admins/${colleague.id}/tokens`, { expiresAt: shortLived.expiresAt });
       expect(within.statusCode).toBe(201);
       expect(within.json().expiresAt).toBe(shortLived.expiresAt);
-      // A token that never expires, the break-glass token and a console session are not bound by this rule.
+      // A token that never expires and the break-glass token are not bound by this rule (a console session is, by ADMIN_TOKEN_MAX_TTL: below).
       const lasting = await tokenFor(boss);
       expect((await as(lasting.token, 'POST', `/admin/admins/${colleague.id}/tokens`, {})).json().expiresAt).toBeNull();
+    });
+
+    it('made in a console session, expire within ADMIN_TOKEN_MAX_TTL (P90D): without expiresAt or later is a 422 naming expiresAt', async () => {
+      const boss = await newAdmin('admin');
+      // A session as the sign-in's callback writes it; its cookie is the token whose hash is stored.
+      const cookieToken = `tdgs_${randomBytes(32).toString('base64url')}`;
+      const csrfToken = randomBytes(32).toString('base64url');
+      await t.db.query(`INSERT INTO admin_sessions (admin_id, token_hash, csrf_token, expires_at) VALUES ($1, $2, $3, now() + interval '8 hours')`, [
+        boss.id,
+        createHash('sha256').update(cookieToken).digest('hex'),
+        csrfToken,
+      ]);
+      const inSession = (method: Method, url: string, payload?: object) =>
+        t.app.inject({ method, url, headers: { cookie: `tdg_admin_session=${cookieToken}`, 'x-csrf-token': csrfToken }, payload, remoteAddress: '198.51.100.9' });
+      const asked = Date.now();
+      const me = (await inSession('GET', '/admin/me')).json();
+      expect(me).toMatchObject({ actor: { type: 'session', adminId: boss.id }, csrfToken, tokensExpireBy: expect.any(String) });
+      const ceiling = Date.parse(me.tokensExpireBy);
+      expect(ceiling - asked).toBeGreaterThanOrEqual(90 * 86400_000 - 1000);
+      expect(ceiling - Date.now()).toBeLessThanOrEqual(90 * 86400_000);
+
+      const tokensBefore = await count('admin_tokens');
+      const day = 86400_000;
+      for (const body of [{}, { name: 'forever' }, { expiresAt: new Date(Date.now() + 91 * day).toISOString() }, { expiresAt: '2099-01-01T00:00:00Z' }]) {
+        const refused = await inSession('POST', `/admin/admins/${boss.id}/tokens`, body);
+        expect({ body, status: refused.statusCode, code: refused.json().code, errors: refused.json().errors }).toEqual({
+          body,
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          errors: [{ field: 'expiresAt', message: expect.stringMatching(/^is required in a console session, at most \d{4}-\d\d-\d\dT[\d:.]+Z \(ADMIN_TOKEN_MAX_TTL from now\)$/) }],
+        });
+      }
+      expect(await count('admin_tokens')).toBe(tokensBefore);
+      const expiresAt = new Date(Date.now() + 89 * day).toISOString();
+      const made = await inSession('POST', `/admin/admins/${boss.id}/tokens`, { expiresAt });
+      expect([made.statusCode, made.json().expiresAt]).toEqual([201, expiresAt]);
+      // The same admin with the break-glass token, or a token that never expires, is not bound by it.
+      expect((await bootstrap('POST', `/admin/admins/${boss.id}/tokens`, {})).json().expiresAt).toBeNull();
+    });
+
+    it('made with a shorter ADMIN_TOKEN_MAX_TTL, are bound by it', async () => {
+      const short = await startTestApp({ env: { ...ENV, ADMIN_TOKEN_MAX_TTL: 'PT2H' }, databaseUrl: t.databaseUrl });
+      try {
+        const boss = await newAdmin('admin');
+        const cookieToken = `tdgs_${randomBytes(32).toString('base64url')}`;
+        const csrfToken = randomBytes(32).toString('base64url');
+        await t.db.query(`INSERT INTO admin_sessions (admin_id, token_hash, csrf_token, expires_at) VALUES ($1, $2, $3, now() + interval '8 hours')`, [
+          boss.id,
+          createHash('sha256').update(cookieToken).digest('hex'),
+          csrfToken,
+        ]);
+        const headers = { cookie: `tdg_admin_session=${cookieToken}`, 'x-csrf-token': csrfToken };
+        const issue = (expiresAt: string) => short.app.inject({ method: 'POST', url: `/admin/admins/${boss.id}/tokens`, headers, payload: { expiresAt } });
+        expect((await issue(new Date(Date.now() + 3 * 3600_000).toISOString())).statusCode).toBe(422);
+        expect((await issue(new Date(Date.now() + 3600_000).toISOString())).statusCode).toBe(201);
+      } finally {
+        await short.close();
+      }
     });
 
     it('stop on the very next request on every instance when revoked, or when their admin is disabled', async () => {

@@ -1,5 +1,5 @@
 import { Controller, Get, Module } from '@nestjs/common';
-import { newSourceWithKey } from '../support/factories.js';
+import { documentBody, newSourceWithKey, postDocument } from '../support/factories.js';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app.js';
 
 /** A route that fails the way a bug would: with SQL text and a stack that must never leak. */
@@ -105,6 +105,26 @@ describe('error model', () => {
     const res = await postAsAdmin(payload);
     expect(res.statusCode).toBe(422);
     expect(res.json().errors).toEqual([{ field, message }]);
+  });
+
+  it('refuses a key that appears twice in one object with 422 naming it by its path, on the admin API and the API alike', async () => {
+    const admin = await postAsAdmin('{"source":"ok-source","name":"a","source":"other-source"}');
+    expect([admin.statusCode, admin.json().code, admin.json().errors]).toEqual([422, 'VALIDATION_ERROR', [{ field: 'source', message: 'appears more than once in its object' }]]);
+
+    const key = await newSourceWithKey(t.app);
+    const body = JSON.stringify(documentBody(key.source));
+    const cases: Array<[string, string]> = [
+      [body.replace('"country":"DE"', '"country":"DE","country":"FR"'), 'taxpayer.country'],
+      [body.replace(/}$/, ',"totalAmount":"1.00"}'), 'totalAmount'],
+      [body.replace(/}$/, ',"metadata":{"k":"1","k":"2"}}'), 'metadata.k'],
+    ];
+    for (const [payload, field] of cases) {
+      expect(payload).not.toBe(body);
+      const res = await postDocument(t.app, key.key, payload);
+      expect([field, res.statusCode, res.json().code, res.json().errors]).toEqual([field, 422, 'VALIDATION_ERROR', [{ field, message: 'appears more than once in its object' }]]);
+    }
+    const { rows } = await t.db.query('SELECT count(*)::int AS n FROM documents WHERE source = $1', [key.source]);
+    expect(rows[0].n).toBe(0);
   });
 
   it('answers an unexpected failure with 500 INTERNAL_ERROR and no internals, and logs it with the request id', async () => {

@@ -306,8 +306,8 @@ describe('hardening: metrics token', () => {
     expect(res.body).not.toContain('http_requests_total');
   });
 
-  it('serves the metrics with the token', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}` } });
+  it.each(['Bearer', 'bearer', 'BEARER', 'bEaReR'])('serves the metrics with the token, the scheme written %s (case-insensitive, RFC 9110)', async (scheme) => {
+    const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `${scheme} ${token}` } });
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain('http_requests_total');
   });

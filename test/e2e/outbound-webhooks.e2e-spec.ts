@@ -508,3 +508,94 @@ describe('push notifications to non-public addresses (OUTBOUND_WEBHOOKS_ALLOW_PR
     expect(hook.messages).toHaveLength(0);
   });
 });
+
+describe("an operator's stop, through a listening gateway", () => {
+  let t: TestApp;
+  let gateway: string;
+  const receivers: WebhookReceiver[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: ENV });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    gateway = await t.app.getUrl();
+  });
+  afterAll(async () => {
+    for (const r of receivers) await r.stop();
+    await t.close();
+  });
+
+  const call = async (method: string, path: string, headers: Record<string, string>, body?: unknown) => {
+    const res = await fetch(`${gateway}${path}`, {
+      method,
+      headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(method === 'POST' ? { 'x-idempotency-key': newIdempotencyKey() } : {}) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: res.status, body: res.status === 204 ? null : await res.json() };
+  };
+
+  it('holds for every spelling of the stopped URL: a fragment is refused, and each equivalent URL is a 409 like the exact one', async () => {
+    const key = await newSourceWithKey(t.app);
+    const client = { 'x-api-key': key.key };
+    const stoppedHook = await new WebhookReceiver().start('/hook-a');
+    const otherHook = await new WebhookReceiver().start('/hook-b');
+    receivers.push(stoppedHook, otherHook);
+    const stopped = await call('POST', '/api/v1/webhook-endpoints', client, { url: stoppedHook.url });
+    expect(stopped.status).toBe(201);
+    const other = await call('POST', '/api/v1/webhook-endpoints', client, { url: otherHook.url });
+    expect(other.status).toBe(201);
+    const stop = await call('PATCH', `/admin/webhook-endpoints/${stopped.body.id}`, { authorization: `Bearer ${TEST_ADMIN_TOKEN}` }, { enabled: false });
+    expect([stop.status, stop.body.disabledReason]).toEqual([200, 'admin']);
+
+    const port = stoppedHook.port;
+    const fragment = await call('POST', '/api/v1/webhook-endpoints', client, { url: `${stoppedHook.url}#x` });
+    expect([fragment.status, fragment.body.code, fragment.body.errors]).toEqual([422, 'VALIDATION_ERROR', [{ field: 'url', message: 'must not contain a fragment (#…)' }]]);
+    const spellings = [
+      stoppedHook.url,
+      `${stoppedHook.url}?`,
+      `http://localhost:${port}/hook-a`,
+      `${stoppedHook.url}/`,
+      `http://127.0.0.1:${port}/%68ook-a`,
+      `http://127.0.0.1:${port}//hook-a`,
+    ];
+    for (const url of spellings) {
+      for (const [method, path] of [
+        ['POST', '/api/v1/webhook-endpoints'],
+        ['PATCH', `/api/v1/webhook-endpoints/${other.body.id}`],
+      ]) {
+        const refused = await call(method, path, client, { url });
+        expect([url, method, refused.status, refused.body.code]).toEqual([url, method, 409, 'INVALID_STATE_TRANSITION']);
+      }
+    }
+    const { rows } = await t.db.query('SELECT url FROM webhook_endpoints WHERE source = $1 ORDER BY created_at', [key.source]);
+    expect(rows).toEqual([{ url: stoppedHook.url }, { url: otherHook.url }]);
+
+    // What the other endpoint gets, the stopped receiver would have got too had any spelling been registered.
+    const document = await postDocument(t.app, key.key, documentBody(key.source));
+    expect(document.statusCode).toBe(201);
+    await waitFor(async () => otherHook.messages.some((m) => m.body.includes(document.json().id)), 'the push to the other endpoint');
+    expect(stoppedHook.messages).toEqual([]);
+
+    // The operator's lift reaches the endpoint whatever spelling the stop was made through.
+    const lift = await call('PATCH', `/admin/webhook-endpoints/${stopped.body.id}`, { authorization: `Bearer ${TEST_ADMIN_TOKEN}` }, { enabled: true });
+    expect([lift.status, lift.body.enabled]).toEqual([200, true]);
+    expect((await call('POST', '/api/v1/webhook-endpoints', client, { url: `${stoppedHook.url}/` })).status).toBe(201);
+  });
+
+  it("stops every endpoint of the source at another spelling of the URL, and lifts the stop from them all", async () => {
+    const key = await newSourceWithKey(t.app);
+    const client = { 'x-api-key': key.key };
+    const hook = await new WebhookReceiver().start('/hook-a');
+    receivers.push(hook);
+    const first = await call('POST', '/api/v1/webhook-endpoints', client, { url: hook.url });
+    const twin = await call('POST', '/api/v1/webhook-endpoints', client, { url: `http://localhost:${hook.port}//hook-a/` });
+    const elsewhere = await call('POST', '/api/v1/webhook-endpoints', client, { url: `http://localhost:${hook.port}/hook-b` });
+    expect([first.status, twin.status, elsewhere.status]).toEqual([201, 201, 201]);
+    const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+    expect((await call('PATCH', `/admin/webhook-endpoints/${first.body.id}`, admin, { enabled: false })).status).toBe(200);
+    const state = async (id: string) => (await call('GET', `/api/v1/webhook-endpoints/${id}`, client)).body;
+    expect(await state(twin.body.id)).toMatchObject({ enabled: false, disabledReason: 'admin' });
+    expect(await state(elsewhere.body.id)).toMatchObject({ enabled: true, disabledReason: null });
+    expect((await call('PATCH', `/admin/webhook-endpoints/${first.body.id}`, admin, { enabled: true })).status).toBe(200);
+    expect(await state(twin.body.id)).toMatchObject({ enabled: true, disabledReason: null });
+  });
+});

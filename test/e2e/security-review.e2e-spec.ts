@@ -108,6 +108,23 @@ describe('security review findings', () => {
       expect(t.logs()).not.toContain('OUTBOUND_WEBHOOKS_ALLOW_PRIVATE');
     });
 
+    it('warns at start when PUBLIC_URL is unset and the gateway listens on a non-loopback address, and only then', async () => {
+      const WARNING = /"level":40[^\n]*PUBLIC_URL is not set and the gateway listens on 0\.0\.0\.0: [^\n]*Host header[^\n]*required behind a proxy/;
+      // Built, never listening: the address is only read from the configuration.
+      for (const [env, warns] of [
+        [{ HOST: '0.0.0.0' }, true],
+        [{ HOST: '127.0.0.1' }, false],
+        [{ HOST: '0.0.0.0', PUBLIC_URL: 'https://gateway.example.com' }, false],
+      ] as const) {
+        const app = await startTestApp({ databaseUrl: t.databaseUrl, env });
+        try {
+          expect([env, WARNING.test(app.logs()), app.logs().includes('PUBLIC_URL is not set')]).toEqual([env, warns, warns]);
+        } finally {
+          await app.close();
+        }
+      }
+    });
+
     it('warns at start when ADMIN_TOKEN is shorter than 32 characters (the lockout never refuses the right one), and only then', async () => {
       const short = await startTestApp({ databaseUrl: t.databaseUrl, env: { ADMIN_TOKEN: 'sixteen-chars-ok' } });
       try {

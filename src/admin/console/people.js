@@ -162,6 +162,24 @@ function tokenRow(token) {
 
 let panelCount = 0;
 
+/**
+ * The token form's expiry. A console session (or an expiring token) may issue only tokens that expire, by
+ * `tokensExpireBy` at the latest (ADMIN_TOKEN_MAX_TTL from now in a session): the form says so before the gateway has to.
+ */
+function expiresField(n) {
+  const by = session.me?.tokensExpireBy;
+  const id = `token-expires-${n}`;
+  const why = session.me?.actor.type === 'session' ? ' (ADMIN_TOKEN_MAX_TTL from now: a token issued in a console session always expires).' : ', when the token you signed in with expires.';
+  const hint = el('p', { class: 'hint', id: `${id}-hint`, 'data-testid': 'token-expires-hint' }, ...(by ? ['In your local time. Required: at most ', timeEl(by), why] : ['In your local time; empty: never.']));
+  return el(
+    'div',
+    { class: 'field' },
+    el('label', { for: id }, 'Expires', by ? null : ' ', by ? null : el('span', { class: 'optional' }, 'optional')),
+    el('input', { id, name: 'expiresAt', type: 'datetime-local', 'aria-describedby': `${id}-hint`, 'data-testid': 'token-expires', ...(by ? { required: true } : {}) }),
+    hint,
+  );
+}
+
 /** The tokens of `admin` ({ id, email }), with a form to issue one; returns the panel's element. */
 function tokenPanel(admin, title) {
   const n = ++panelCount;
@@ -170,7 +188,7 @@ function tokenPanel(admin, title) {
     'form',
     { class: 'issue-form token-form', novalidate: true, 'data-testid': 'token-form' },
     el('div', { class: 'field' }, el('label', { for: `token-name-${n}` }, 'Name ', el('span', { class: 'optional' }, 'optional')), el('input', { id: `token-name-${n}`, name: 'name', maxlength: 200, autocomplete: 'off', 'data-testid': 'token-name' }), el('p', { class: 'hint' }, 'Where it is used, e.g. “laptop”.')),
-    el('div', { class: 'field' }, el('label', { for: `token-expires-${n}` }, 'Expires ', el('span', { class: 'optional' }, 'optional')), el('input', { id: `token-expires-${n}`, name: 'expiresAt', type: 'datetime-local' }), el('p', { class: 'hint' }, 'In your local time; empty: never.')),
+    expiresField(n),
     el('div', { class: 'form-actions' }, el('button', { type: 'submit', class: 'button button-primary', 'data-testid': 'token-issue' }, 'Issue token')),
     error,
   );

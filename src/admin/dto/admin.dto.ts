@@ -82,7 +82,8 @@ export class CreateAdminTokenDto {
   @ApiPropertyOptional({
     format: 'date-time',
     example: '2027-06-30T00:00:00.000Z',
-    description: "ISO 8601, in the future; absent: never expires. Made with a token that expires: required, and no later than that token's expiry",
+    description:
+      "ISO 8601, in the future; absent: never expires. Made with a token that expires: required, and no later than that token's expiry; in a console session: required, and at most ADMIN_TOKEN_MAX_TTL (P90D) from now",
   })
   @OptionalField()
   @IsDateString({ strict: true }, { message: 'must be an ISO 8601 date-time' })
@@ -121,6 +122,11 @@ export class MeDto {
   @ApiProperty({ enum: ADMIN_ROLES }) role: string;
   @ApiPropertyOptional({ description: 'For a console session only: send it as `X-CSRF-Token` with every write' })
   csrfToken?: string;
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: "The latest `expiresAt` of a personal token this caller may issue, which it must then give: ADMIN_TOKEN_MAX_TTL from now in a console session, or the expiry of the token making the request. Absent: no limit",
+  })
+  tokensExpireBy?: string;
 }
 
 export class AuditLogQueryDto extends PageQueryDto {

@@ -113,7 +113,7 @@ export interface paths {
         };
         /**
          * Who am I
-         * @description The caller as the audit log names it, and its role. A console session also gets the CSRF token its writes send.
+         * @description The caller as the audit log names it, and its role. A console session also gets the CSRF token its writes send; a session or an expiring token, the latest expiry a token it issues may have.
          */
         get: operations["getAdminMe"];
         put?: never;
@@ -656,7 +656,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Every later feed event of the source whose type the endpoint subscribes to (`eventTypes`, absent: all) is POSTed to it, signed per Standard Webhooks with the `secret` of this answer, which is not shown by any GET. `url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to). At most 10 endpoints per source (422). A URL the gateway operator stopped for this source cannot be registered again until they lift the stop (409).
+         * @description Every later feed event of the source whose type the endpoint subscribes to (`eventTypes`, absent: all) is POSTed to it, signed per Standard Webhooks with the `secret` of this answer, which is not shown by any GET. `url`: absolute `https://` without credentials or fragment, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to). At most 10 endpoints per source (422). A URL the gateway operator stopped for this source cannot be registered again until they lift the stop (409).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -688,7 +688,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Any of url, description (null clears it), eventTypes and enabled. `enabled: false` stops deliveries (`disabledReason: "client"`); `enabled: true` resumes them and clears any `disabledReason`, except `"admin"`: an endpoint the gateway's operator stopped only they can enable, and its url cannot change, nor another endpoint's url become its url (409). `url`: absolute `https://` without credentials, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to).
+         * @description Any of url, description (null clears it), eventTypes and enabled. `enabled: false` stops deliveries (`disabledReason: "client"`); `enabled: true` resumes them and clears any `disabledReason`, except `"admin"`: an endpoint the gateway's operator stopped only they can enable, and its url cannot change, nor another endpoint's url become its url (409). `url`: absolute `https://` without credentials or fragment, at most 2048 characters, whose host is not and does not resolve to a loopback, private, link-local or otherwise non-public address (checked again at every attempt, on the address connected to).
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -837,6 +837,11 @@ export interface components {
             role: "viewer" | "operator" | "admin";
             /** @description For a console session only: send it as `X-CSRF-Token` with every write */
             csrfToken?: string;
+            /**
+             * Format: date-time
+             * @description The latest `expiresAt` of a personal token this caller may issue, which it must then give: ADMIN_TOKEN_MAX_TTL from now in a console session, or the expiry of the token making the request. Absent: no limit
+             */
+            tokensExpireBy?: string;
         };
         CreateAdminDto: {
             /**
@@ -892,7 +897,7 @@ export interface components {
             name?: string;
             /**
              * Format: date-time
-             * @description ISO 8601, in the future; absent: never expires. Made with a token that expires: required, and no later than that token's expiry
+             * @description ISO 8601, in the future; absent: never expires. Made with a token that expires: required, and no later than that token's expiry; in a console session: required, and at most ADMIN_TOKEN_MAX_TTL (P90D) from now
              * @example 2027-06-30T00:00:00.000Z
              */
             expiresAt?: string;
