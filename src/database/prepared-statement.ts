@@ -64,7 +64,7 @@ export class PreparedStatement<Row extends QueryResultRow = QueryResultRow> {
    * Its rows, run alone on a pooled connection (it commits by itself). Never inside a transaction: what
    * runs there goes through the Transaction that opened it (src/database/transaction.ts).
    */
-  run(manager: EntityManager, values: readonly unknown[] = []): Promise<Row[]> {
+  async run(manager: EntityManager, values: readonly unknown[] = []): Promise<Row[]> {
     if (manager.queryRunner) throw new Error('PreparedStatement.run runs alone; in a transaction, use its Transaction');
     return runAlone(manager, this, values);
   }

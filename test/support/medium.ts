@@ -5,12 +5,15 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig, loadConfig } from '../../src/config/app-config.js';
 import { DatabaseModule, requestPool } from '../../src/database/database.module.js';
-import type { NewDocument } from '../../src/documents/documents.repository.js';
+import { Transactions } from '../../src/database/transaction.js';
+import { created, DocumentFields, DocumentRecord, NewDocumentEvent } from '../../src/documents/document-changes.js';
 import { createTestDatabase, dropTestDatabase } from './database.js';
 
 export interface Medium {
   moduleRef: TestingModule;
   dataSource: DataSource;
+  /** DatabaseModule's Transactions (the module is global): the one place transactions are opened. */
+  transactions: Transactions;
   url: string;
   /** A connection of the test's own, for setting up and checking rows. */
   check: Client;
@@ -51,6 +54,7 @@ export async function mediumModule({ entities = [], providers = [], imports = []
   return {
     moduleRef,
     dataSource: moduleRef.get<DataSource>(getDataSourceToken()),
+    transactions: moduleRef.get(Transactions),
     url,
     check,
     close: async () => {
@@ -63,8 +67,11 @@ export async function mediumModule({ entities = [], providers = [], imports = []
 
 let made = 0;
 
-/** A document as a create writes it, unique by externalId; `overrides` as the test needs. */
-export function newDocument(overrides: Partial<NewDocument> = {}): NewDocument {
+/**
+ * A create's fields, unique by externalId; `overrides` as the test needs. The values are canonical, as
+ * the create body's transforms make them, so the record made from them is what a read gives back.
+ */
+export function documentFields(overrides: Partial<DocumentFields> = {}): DocumentFields {
   made += 1;
   return {
     source: 'acme-erp',
@@ -75,11 +82,21 @@ export function newDocument(overrides: Partial<NewDocument> = {}): NewDocument {
     taxpayerCountry: 'DE',
     issueDate: '2026-11-20',
     currency: 'EUR',
-    totalAmount: '0119.00',
+    totalAmount: '119.00',
     taxAmount: '19.00',
     providerReference: null,
     metadata: { zz: 'last', a: 'first' },
     traceParent: null,
     ...overrides,
   };
+}
+
+/** A new document and its `document.created` event, complete before they are written, as a create makes them (document-changes.ts). */
+export function newDocumentWithEvent(overrides: Partial<DocumentFields> = {}): { document: DocumentRecord; event: NewDocumentEvent } {
+  return created(documentFields(overrides), new Date());
+}
+
+/** A new document as DocumentsRepository.insert takes it. */
+export function newDocument(overrides: Partial<DocumentFields> = {}): DocumentRecord {
+  return newDocumentWithEvent(overrides).document;
 }
