@@ -6,7 +6,7 @@ import { join, relative } from 'node:path';
 import { ClusterFacts, DATA_DIRS_FILE, leftoverClustersNotice, listRootClusters, mayRemove, recordDataDir, removeRootCluster, stateOf } from './root-clusters.js';
 
 /** A pid no process has any more: a child that has exited and been reaped. */
-const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid!;
+const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid;
 
 describe('which clusters are orphaned, which in use', () => {
   const facts = (over: Partial<ClusterFacts>): ClusterFacts => ({ dataDirs: ['/srv/a'], linkedFrom: [], postmasterPid: null, ...over });

@@ -99,7 +99,7 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
   };
   const bodySchemas = new Set<string>();
 
-  for (const [path, item] of Object.entries(document.paths) as [string, PathItemObject][]) {
+  for (const [path, item] of Object.entries<PathItemObject>(document.paths)) {
     for (const method of METHODS) {
       const operation = item[method];
       if (!operation) continue;

@@ -290,7 +290,7 @@ describe('operator CLI (node dist/cli.js)', () => {
           payload: { url: receiver.url },
         });
         expect(res.statusCode).toBe(201);
-        return { key: key.key as string, endpoint: res.json() as { id: string; secret: string } };
+        return { key: key.key as string, endpoint: res.json<{ id: string; secret: string }>() };
       }
 
       it('lists endpoints, disables one for the client for good (disabledReason "admin") and enables it again', async () => {

@@ -29,7 +29,7 @@ describe('event feed GET /api/v1/events', () => {
     await settled(mine.key, 2);
 
     const res = await feed(mine.key);
-    const { data, nextCursor, hasMore } = res.json() as { data: FeedEvent[]; nextCursor: string; hasMore: boolean };
+    const { data, nextCursor, hasMore } = res.json<{ data: FeedEvent[]; nextCursor: string; hasMore: boolean }>();
     expect(data).toEqual([
       { id: expect.any(String), type: 'document.created', documentId: doc.id, status: 'PENDING_PAYMENT', previousStatus: null, createdAt: doc.createdAt },
       { id: expect.any(String), type: 'document.status_changed', documentId: doc.id, status: 'CANCELLED', previousStatus: 'PENDING_PAYMENT', createdAt: expect.any(String) },

@@ -157,7 +157,7 @@ describe('the OpenAPI document the gateway serves', () => {
       expect({ path, status: answer.status, detail: ((await answer.json()) as { detail: string }).detail }).toEqual({ path, status: 401, detail: example.detail });
     }
     // Personal tokens, the break-glass token and the console's session, wherever the admin credential is described.
-    const admin = document.paths['/admin/api-keys'].get.responses['401'].content!['application/problem+json'].examples!.UNAUTHORIZED.value.detail as string;
+    const admin = document.paths['/admin/api-keys'].get.responses['401'].content!['application/problem+json'].examples!.UNAUTHORIZED.value.detail;
     const described = document as unknown as { info: { description: string }; tags: { name: string; description: string }[]; components: { securitySchemes: Record<string, { description: string }> } };
     for (const text of [admin, described.info.description, described.tags.find((tag) => tag.name === 'admin')!.description, described.components.securitySchemes.adminToken.description]) {
       expect(text).toContain('adm_tax_…');

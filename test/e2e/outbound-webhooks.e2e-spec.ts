@@ -37,12 +37,12 @@ describe('push notifications', () => {
   const register = async (key: IssuedKey, url: string, extra: Record<string, unknown> = {}) => {
     const res = await api(key, 'POST', '', { url, ...extra });
     expect(res.statusCode).toBe(201);
-    return res.json() as { id: string; secret: string };
+    return res.json<{ id: string; secret: string }>();
   };
   const createDocument = async (key: IssuedKey) => {
     const res = await postDocument(t.app, key.key, documentBody(key.source));
     expect(res.statusCode).toBe(201);
-    return res.json() as { id: string };
+    return res.json<{ id: string }>();
   };
   const eventOf = (key: IssuedKey, documentId: string, type = 'document.created') =>
     feedOnceReady(t.app, key.key, (events) => events.find((e) => e.documentId === documentId && e.type === type), `the ${type} event in the feed`);
@@ -302,7 +302,7 @@ describe('push notifications', () => {
     it('retries a 500, a timeout and a redirect on the schedule with the same webhook-id, then succeeds', async () => {
       const source = await newSourceWithKey(t.app);
       const answers = [{ status: 500 }, 'hang', { status: 302, headers: { location: 'http://127.0.0.1:1/elsewhere' } }, { status: 200 }] as const;
-      const hook = await receiver((_m, index) => answers[Math.min(index, answers.length - 1)] as never);
+      const hook = await receiver((_m, index) => answers[Math.min(index, answers.length - 1)]);
       const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
       const document = await createDocument(source);
       const event = await eventOf(source, document.id);

@@ -39,10 +39,10 @@ describe('retention on two instances', () => {
   };
   const count = async (table: string, where = 'true') => (await a.db.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`)).rows[0].n as number;
   const feedAfter = async (key: IssuedKey, after: string) =>
-    (await a.app.inject({ method: 'GET', url: `/api/v1/events?after=${after}&limit=100`, headers: { 'x-api-key': key.key } })).json() as {
+    (await a.app.inject({ method: 'GET', url: `/api/v1/events?after=${after}&limit=100`, headers: { 'x-api-key': key.key } })).json<{
       data: FeedEvent[];
       nextCursor: string;
-    };
+    }>();
 
   beforeAll(async () => {
     a = await startTestApp({ env: ENV });

@@ -14,7 +14,7 @@ function sendsOf(): { sends: number[]; restore: () => void } {
   const sends: number[] = [];
   let answers = 0;
   const query = Client.prototype.query;
-  const spy = jest.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]) {
+  const spy = jest.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]): unknown {
     sends.push(answers);
     const result = (query as (...a: unknown[]) => Promise<unknown>).apply(this, args);
     void result.then(
@@ -22,7 +22,7 @@ function sendsOf(): { sends: number[]; restore: () => void } {
       () => (answers += 1),
     );
     return result;
-  } as never);
+  });
   return { sends, restore: () => spy.mockRestore() };
 }
 
