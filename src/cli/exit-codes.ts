@@ -33,6 +33,7 @@ const EXIT_BY_CODE: Record<ErrorCode, ExitCode> = {
   SERVICE_UNAVAILABLE: EXIT.DATABASE,
   // The CLI acts with the role `admin` and without HTTP: none of these is expected from its services.
   UNAUTHORIZED: EXIT.FAILED,
+  BAD_REQUEST: EXIT.FAILED,
   FORBIDDEN: EXIT.FAILED,
   WEBHOOK_SIGNATURE_INVALID: EXIT.FAILED,
   METHOD_NOT_ALLOWED: EXIT.FAILED,
