@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SOURCE_PATTERN } from '../../src/common/source.js';
 import { ISO_COUNTRIES, ISO_CURRENCIES } from '../../src/documents/reference-data.js';
-import { IDEMPOTENCY_KEY_PATTERN } from '../../src/idempotency/idempotency.service.js';
+import { IDEMPOTENCY_KEY_PATTERN, STORED_REFUSALS } from '../../src/idempotency/idempotency.service.js';
 import { adminHeaders, uniqueSource } from '../support/factories.js';
 import { ROOT } from '../support/processes.js';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app.js';
@@ -60,6 +60,30 @@ describe('the OpenAPI document the gateway serves', () => {
     const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
     expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  });
+
+  it('marks as replayable exactly the answers the idempotency service stores: successes and its stored refusals, never a 409 IN_USE', () => {
+    type Response = { headers?: Record<string, unknown>; content?: Record<string, { examples?: Record<string, unknown> }> };
+    const marked: string[] = [];
+    const expected: string[] = [];
+    for (const [path, item] of Object.entries(document.paths)) {
+      if (!path.startsWith('/api/v1/') || !item.post) continue;
+      for (const [status, response] of Object.entries(item.post.responses as Record<string, Response>)) {
+        const codes = Object.keys(response.content?.['application/problem+json']?.examples ?? {});
+        if (response.headers?.['Idempotent-Replayed']) marked.push(`${path} ${status}`);
+        if (status.startsWith('2') || codes.some((code) => STORED_REFUSALS.has(code as never))) expected.push(`${path} ${status}`);
+      }
+    }
+    expect(marked).toEqual(expected);
+    // What a reader is told is replayed names the stored refusals, and says a 409 IDEMPOTENCY_KEY_IN_USE is not.
+    const { headers } = document.components as { headers?: Record<string, { description: string }> };
+    const header = headers!['Idempotent-Replayed'].description;
+    for (const code of STORED_REFUSALS) expect(header).toContain(code);
+    expect(header).not.toContain('IDEMPOTENCY_KEY_IN_USE');
+    const description = (document as unknown as { info: { description: string } }).info.description;
+    const [stored, notStored] = /Successes and business refusals \(([^)]*)\) are\s+stored; ([^.]*) are not/.exec(description)!.slice(1);
+    expect(stored.match(/[A-Z_]{5,}/g)!.sort()).toEqual([...STORED_REFUSALS].sort());
+    expect(notStored).toContain('409 `IDEMPOTENCY_KEY_IN_USE`');
   });
 
   it('states the rules the server enforces, from the constants its validators use', () => {
