@@ -267,10 +267,7 @@ describe('the OpenAPI document the gateway serves', () => {
         }
         // Only the rules JSON Schema cannot state (they are in the descriptions) may refuse a schema-valid body.
         expect(first.status).toBe(422);
-        const metadataKeys = Object.keys((generated as { metadata?: object }).metadata ?? {});
-        for (const error of answer.errors ?? []) {
-          // A `__proto__` key is refused by the JSON parser itself, so as the whole body.
-          const field = error.field === 'body' && metadataKeys.includes('__proto__') ? 'metadata' : error.field;
+        for (const { field } of answer.errors ?? []) {
           expect(field).toMatch(/^(taxAmount|metadata(\..*)?)$/);
           tally.refusedFor.add(field.split('.')[0]);
         }
