@@ -120,15 +120,36 @@ describe('push notifications', () => {
       const res = await api(source, 'POST', '', { url: 'ftp://x.example.com', eventTypes: [], description: '', extra: 1 });
       expect(res.statusCode).toBe(422);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-      expect(res.json().errors.map((e: { field: string }) => e.field).sort()).toEqual(['description', 'eventTypes', 'extra']);
+      // Every bad field at once, the URL's rules included.
+      const byField = (errors: { field: string }[]) => [...errors].sort((a, b) => a.field.localeCompare(b.field));
+      expect(byField(res.json().errors)).toEqual([
+        { field: 'description', message: 'must be longer than or equal to 1 characters' },
+        { field: 'eventTypes', message: expect.stringContaining('document.created') },
+        { field: 'extra', message: 'is not an allowed field' },
+        { field: 'url', message: expect.stringMatching(/^must be an https:\/\/ URL/) },
+      ]);
       const badUrl = await api(source, 'POST', '', { url: 'ftp://x.example.com' });
-      expect(badUrl.json()).toMatchObject({ status: 422, code: 'VALIDATION_ERROR', errors: [{ field: 'url', message: 'must be an http:// or https:// URL' }] });
+      expect(badUrl.json()).toMatchObject({ status: 422, code: 'VALIDATION_ERROR', errors: [{ field: 'url', message: expect.stringMatching(/^must be an https:\/\/ URL/) }] });
       const unknownType = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: ['document.deleted'] });
       expect(unknownType.json().errors).toEqual([{ field: 'eventTypes', message: expect.stringContaining('document.created') }]);
+      const both = await api(source, 'POST', '', { url: 'not a url', eventTypes: ['document.deleted'] });
+      expect(both.json().errors).toEqual([
+        { field: 'url', message: 'must be an absolute URL' },
+        { field: 'eventTypes', message: expect.stringContaining('document.created') },
+      ]);
+      const patched = await api(source, 'POST', '', { url: 'https://x.example.com' });
+      const badPatch = await api(source, 'PATCH', `/${patched.json().id}`, { url: 'https://user:pw@x.example.com/', eventTypes: [], enabled: 'yes' });
+      expect(byField(badPatch.json().errors).map((e) => e.field)).toEqual(['enabled', 'eventTypes', 'url']);
+      await api(source, 'DELETE', `/${patched.json().id}`);
       const credentials = await api(source, 'POST', '', { url: 'https://user:pw@x.example.com/' });
       expect(credentials.json().errors).toEqual([{ field: 'url', message: 'must not contain credentials' }]);
-      const nulls = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: null });
-      expect(nulls.json().errors).toEqual([{ field: 'eventTypes', message: expect.any(String) }]);
+      const nulls = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: null, description: null });
+      expect(nulls.json().errors).toEqual([
+        { field: 'description', message: 'must be left out rather than sent as null' },
+        { field: 'eventTypes', message: 'must be left out rather than sent as null' },
+      ]);
+      const missing = await api(source, 'POST', '', { eventTypes: ['document.created'] });
+      expect(missing.json().errors).toEqual([{ field: 'url', message: 'is required' }]);
       const long = await api(source, 'POST', '', { url: `https://x.example.com/${'a'.repeat(2048)}` });
       expect(long.statusCode).toBe(422);
       expect((await api(source, 'GET', '')).json()).toEqual({ data: [] });
