@@ -219,11 +219,14 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
   clusters.command('list').description("every cluster there, its state (linked, running, orphaned, unrecorded), size and DATA_DIR")
     .addOption(dirOption())
     .action((options: { dir: string }, command: Command) => done(command, { name: 'clusters list', dir: options.dir }));
-  clusters.command('prune').description('remove the orphaned clusters, after asking; never one a DATA_DIR links to or a running postmaster uses')
+  clusters.command('prune').description('remove the orphaned clusters, or the one named, after asking; never one a DATA_DIR links to or a running postmaster uses')
+    .argument('[cluster]', "only this cluster: its id (see list), or the DATA_DIR it belonged to")
     .addOption(dirOption())
     .option('--yes', 'remove without asking (needed where there is no terminal to ask in)')
     .option('--unrecorded', 'also remove the clusters that do not record their DATA_DIR (made by an earlier version; see list)')
-    .action((options: { dir: string; yes?: boolean; unrecorded?: boolean }, command: Command) => done(command, { name: 'clusters prune', dir: options.dir, yes: options.yes === true, unrecorded: options.unrecorded === true }));
+    .action((cluster: string | undefined, options: { dir: string; yes?: boolean; unrecorded?: boolean }, command: Command) => {
+      done(command, { name: 'clusters prune', dir: options.dir, yes: options.yes === true, unrecorded: options.unrecorded === true, ...(cluster === undefined ? {} : { cluster }) });
+    });
 
   // Every command that runs something takes --json, listed last in its help.
   for (const command of leavesOf(program)) command.option('--json', command.parent === clusters ? CLUSTERS_JSON_HELP : JSON_HELP);
