@@ -12,7 +12,7 @@ export const EXIT = {
   FAILED: 1,
   /** A bad command line, or arguments the REST API would answer with 422. */
   USAGE: 2,
-  /** No such key, administrator, token, endpoint or delivery (404). */
+  /** No such key, administrator, token, endpoint, delivery or cluster (404). */
   NOT_FOUND: 3,
   /** The state does not allow it, or a duplicate (409). */
   CONFLICT: 4,

@@ -35,7 +35,7 @@ Exit codes:
   ${EXIT.OK}  done
   ${EXIT.FAILED}  failed unexpectedly, or the configuration is invalid
   ${EXIT.USAGE}  bad command line, or arguments the REST API refuses (422)
-  ${EXIT.NOT_FOUND}  no such key, administrator, token, endpoint or delivery (404)
+  ${EXIT.NOT_FOUND}  no such key, administrator, token, endpoint, delivery or cluster (404)
   ${EXIT.CONFLICT}  the state does not allow it, or a duplicate (409)
   ${EXIT.DATABASE}  the database cannot be used: unreachable, no cluster in DATA_DIR,
      or its schema behind with MIGRATIONS_RUN=false (503)
