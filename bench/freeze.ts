@@ -67,7 +67,7 @@ async function round(): Promise<void> {
   const loops = Array.from({ length: CLIENTS }, async (_, i) => {
     for (let n = 0; running; n++) {
       const start = performance.now();
-      let status = 0;
+      let status: number;
       let kind = 'create';
       try {
         if (n % 2 === 0) {

@@ -14,10 +14,27 @@ import { loadEnvFile } from './startup/env-file.js';
  * operations on the database directly, for scripts, bootstrap and break-glass work. Answers go to stdout,
  * diagnostics and errors to stderr; the exit codes are listed by `tdg --help` (see EXIT).
  */
+let stdoutOpen = true;
+let stderrOpen = true;
 const io: Io = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
+  out: (text) => void (stdoutOpen && process.stdout.write(text)),
+  err: (text) => void (stderrOpen && process.stderr.write(text)),
 };
+
+/**
+ * A reader that stops early (`tdg --help | head -3`) closes the pipe: what it did not read is not wanted.
+ * The command still ends as it would have, with its own exit status; only further output is dropped. Any
+ * other failure of stdout is said on stderr and fails the command.
+ */
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  stdoutOpen = false;
+  if (error.code === 'EPIPE') return;
+  io.err(`error: cannot write to stdout (${error.code ?? error.message})\n`);
+  process.exitCode = EXIT.FAILED;
+});
+process.stderr.on('error', () => {
+  stderrOpen = false;
+});
 
 /** A question on stderr, the answer from the terminal; none when stdin is not a terminal (a script, a pipe). */
 const ask = process.stdin.isTTY
@@ -71,5 +88,5 @@ async function main(argv: string[]): Promise<number> {
 }
 
 void main(process.argv.slice(2)).then((code) => {
-  process.exitCode = code;
+  if (process.exitCode === undefined || process.exitCode === EXIT.OK) process.exitCode = code;
 });

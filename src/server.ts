@@ -69,8 +69,8 @@ async function bootstrap(): Promise<void> {
     log.info('Shutdown complete');
     process.exit(0);
   };
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', (signal) => void shutdown(signal));
+  process.on('SIGINT', (signal) => void shutdown(signal));
 }
 
 bootstrap().catch((error: unknown) => {

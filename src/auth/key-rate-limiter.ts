@@ -44,13 +44,13 @@ export class KeyRateLimiter implements OnApplicationShutdown {
     this.sweeper = setInterval(() => this.local.sweep(), SWEEP_INTERVAL_MS).unref();
     this.shared = config.REDIS_URL ? new SharedRateLimit(config.REDIS_URL, SHARED_STORE_TIMEOUT_MS) : null;
     if (this.shared) {
-      const limiter = this;
+      const up = () => (this.sharedUp ? 1 : 0);
       new Gauge({
         name: 'rate_limit_shared_store_up',
         help: 'Whether the shared rate-limit store (REDIS_URL) answers (1); 0 while this instance counts on its own',
         registers: [metrics.registry],
         collect() {
-          this.set(limiter.sharedUp ? 1 : 0);
+          this.set(up());
         },
       });
     }

@@ -34,9 +34,12 @@ export type CliCommand =
 
 /**
  * The embedded clusters that root's gateways left under /var/lib/tax-document-gateway (README, "As root"):
- * files only, no database. `dir`: where to look; `unrecorded`: also remove those that do not record their DATA_DIR.
+ * files only, no database. `dir`: where to look; `unrecorded`: also remove those that do not record their DATA_DIR;
+ * `cluster`: remove only this one, named by its id or by a DATA_DIR it belongs to.
  */
-export type ClusterCommand = { name: 'clusters list'; dir: string } | { name: 'clusters prune'; dir: string; yes: boolean; unrecorded: boolean };
+export type ClusterCommand =
+  | { name: 'clusters list'; dir: string }
+  | { name: 'clusters prune'; dir: string; yes: boolean; unrecorded: boolean; cluster?: string };
 
 export const isClusterCommand = (command: CliCommand | ClusterCommand): command is ClusterCommand => command.name.startsWith('clusters ');
 

@@ -12,7 +12,7 @@ export const EXIT = {
   FAILED: 1,
   /** A bad command line, or arguments the REST API would answer with 422. */
   USAGE: 2,
-  /** No such key, administrator, token, endpoint or delivery (404). */
+  /** No such key, administrator, token, endpoint, delivery or cluster (404). */
   NOT_FOUND: 3,
   /** The state does not allow it, or a duplicate (409). */
   CONFLICT: 4,
@@ -33,6 +33,7 @@ const EXIT_BY_CODE: Record<ErrorCode, ExitCode> = {
   SERVICE_UNAVAILABLE: EXIT.DATABASE,
   // The CLI acts with the role `admin` and without HTTP: none of these is expected from its services.
   UNAUTHORIZED: EXIT.FAILED,
+  BAD_REQUEST: EXIT.FAILED,
   FORBIDDEN: EXIT.FAILED,
   WEBHOOK_SIGNATURE_INVALID: EXIT.FAILED,
   METHOD_NOT_ALLOWED: EXIT.FAILED,

@@ -43,6 +43,7 @@ describe('parseCommandLine', () => {
     [['clusters', 'list'], { name: 'clusters list', dir: '/var/lib/tax-document-gateway' }],
     [['clusters', 'prune'], { name: 'clusters prune', dir: '/var/lib/tax-document-gateway', yes: false, unrecorded: false }],
     [['clusters', 'prune', '--dir', '/srv/copy', '--yes', '--unrecorded'], { name: 'clusters prune', dir: '/srv/copy', yes: true, unrecorded: true }],
+    [['clusters', 'prune', '0123456789abcdef', '--yes'], { name: 'clusters prune', dir: '/var/lib/tax-document-gateway', yes: true, unrecorded: false, cluster: '0123456789abcdef' }],
     // The names of the first CLI keep working for the scripts that use them.
     [['api-keys', 'create', '--source', 'acme-erp'], { name: 'keys issue', input: { source: 'acme-erp' } }],
   ])('%j', async (argv, command) => {

@@ -35,7 +35,7 @@ Exit codes:
   ${EXIT.OK}  done
   ${EXIT.FAILED}  failed unexpectedly, or the configuration is invalid
   ${EXIT.USAGE}  bad command line, or arguments the REST API refuses (422)
-  ${EXIT.NOT_FOUND}  no such key, administrator, token, endpoint or delivery (404)
+  ${EXIT.NOT_FOUND}  no such key, administrator, token, endpoint, delivery or cluster (404)
   ${EXIT.CONFLICT}  the state does not allow it, or a duplicate (409)
   ${EXIT.DATABASE}  the database cannot be used: unreachable, no cluster in DATA_DIR,
      or its schema behind with MIGRATIONS_RUN=false (503)
@@ -46,6 +46,9 @@ const CLUSTERS_JSON_HELP = 'print the answer as one JSON document on stdout (doc
 
 /** The commands that run something: those without commands of their own. */
 export const leavesOf = (command: Command): Command[] => (command.commands.length ? command.commands.flatMap(leavesOf) : [command]);
+
+/** The flags pagingOptions adds, as commander hands them to an action. */
+type PagingFlags = { limit?: string; cursor?: string; all?: boolean };
 
 function pagingOptions(command: Command): Command {
   return command
@@ -67,7 +70,7 @@ const usageHint = (command: Command) => `Run '${pathOf(command)} --help' for usa
 async function validated<T extends object>(command: Command, metatype: new () => T, value: Record<string, unknown>, type: 'body' | 'query'): Promise<T> {
   const given = Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
   try {
-    const dto = await createValidationPipe().transform(given, { type, metatype });
+    const dto = (await createValidationPipe().transform(given, { type, metatype })) as T;
     return Object.fromEntries(Object.entries(dto).filter(([, v]) => v !== undefined)) as T;
   } catch (error) {
     if (!(error instanceof AppError) || error.code !== 'VALIDATION_ERROR') throw error;
@@ -87,7 +90,7 @@ async function listQuery<T extends PageQueryDto>(
   command: Command,
   metatype: new () => T,
   filters: Record<string, unknown>,
-  options: { limit?: string; cursor?: string; all?: boolean },
+  options: PagingFlags,
 ): Promise<{ filter: Omit<T, 'limit' | 'cursor'>; paging: Paging }> {
   const { limit, cursor, ...filter } = await validated(command, metatype, { ...filters, limit: options.limit, cursor: options.cursor }, 'query');
   return { filter, paging: { limit: limit ?? 50, ...(cursor !== undefined ? { cursor } : {}), all: options.all === true } };
@@ -102,10 +105,10 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     .description('Operator CLI of the Tax Document Gateway: API keys, administrators and their tokens, push endpoints and deliveries, on the database directly.')
     .exitOverride()
     // The errors are printed by the caller (a line, or problem+json with --json); help goes to stdout.
-    .configureOutput({ writeOut: io.out, writeErr: () => undefined, outputError: () => undefined })
+    .configureOutput({ writeOut: (text) => io.out(text), writeErr: () => undefined, outputError: () => undefined })
     .addHelpText('after', EPILOG);
 
-  const done = (command: Command, parsed: CliCommand | ClusterCommand) => run(parsed, command.opts().json === true);
+  const done = (command: Command, parsed: CliCommand | ClusterCommand) => run(parsed, command.opts<{ json?: boolean }>().json === true);
 
   const keys = program.command('keys').alias('api-keys').description('API keys of client applications (sources)');
   keys.command('issue').description('issue an API key for a source; the key is printed once, never again')
@@ -114,12 +117,12 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     .option('--name <name>', 'what the key is for, for people')
     .option('--expires-at <date-time>', 'ISO 8601 date-time in the future; without it the key never expires')
     .addHelpText('after', `\nExample:\n  ${BIN} keys issue --source acme-erp --name "ERP prod" --expires-at 2027-12-31T00:00:00Z`)
-    .action(async (options, command: Command) => {
+    .action(async (options: { source: string; name?: string; expiresAt?: string }, command: Command) => {
       const input = await validated(command, CreateApiKeyDto, { source: options.source, name: options.name, expiresAt: options.expiresAt }, 'body');
       done(command, { name: 'keys issue', input });
     });
   pagingOptions(keys.command('list').description('list API keys, newest first; never a key or its hash').option('--source <source>', 'only the keys of this source')).action(
-    async (options, command: Command) => {
+    async (options: PagingFlags & { source?: string }, command: Command) => {
       const { filter, paging } = await listQuery(command, ListApiKeysQueryDto, { source: options.source }, options);
       done(command, { name: 'keys list', ...filter, paging });
     },
@@ -127,7 +130,7 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
   keys.command('rotate').description('issue a successor (same source, name and expiry), printed once; the old key works on for the grace period')
     .argument('<id>', "the key's id")
     .option('--grace-period-seconds <seconds>', 'how long the old key keeps working, 0 to 86400', '0')
-    .action(async (id: string, options, command: Command) => {
+    .action(async (id: string, options: { gracePeriodSeconds: string }, command: Command) => {
       const body = await validated(command, RotateApiKeyDto, { gracePeriodSeconds: integer(command, '--grace-period-seconds', options.gracePeriodSeconds) }, 'body');
       done(command, { name: 'keys rotate', id, gracePeriodSeconds: body.gracePeriodSeconds ?? 0 });
     });
@@ -140,11 +143,11 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     .requiredOption('--email <email>', 'unique whatever its case; the email single sign-on matches (required)')
     .requiredOption('--role <role>', `${ADMIN_ROLES.join(', ')} (required)`)
     .option('--name <name>', 'for people')
-    .action(async (options, command: Command) => {
+    .action(async (options: { email: string; role: string; name?: string }, command: Command) => {
       const input = await validated(command, CreateAdminDto, { email: options.email, role: options.role, name: options.name }, 'body');
       done(command, { name: 'admins create', input });
     });
-  pagingOptions(admins.command('list').description('list administrators, oldest first')).action(async (options, command: Command) => {
+  pagingOptions(admins.command('list').description('list administrators, oldest first')).action(async (options: PagingFlags, command: Command) => {
     done(command, { name: 'admins list', paging: (await listQuery(command, PageQueryDto, {}, options)).paging });
   });
   admins.command('update').description("change an administrator's role, name, or whether the account works")
@@ -154,7 +157,7 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     .option('--no-name', 'clear the name')
     .addOption(new Option('--disable', 'stop the account: its tokens and console sessions fail from the next request').conflicts('enable'))
     .option('--enable', 'let a disabled account work again')
-    .action(async (id: string, options, command: Command) => {
+    .action(async (id: string, options: { role?: string; name?: string | false; disable?: boolean; enable?: boolean }, command: Command) => {
       const disabled = options.disable ? true : options.enable ? false : undefined;
       const name = options.name === false ? null : options.name;
       if (options.role === undefined && name === undefined && disabled === undefined) {
@@ -169,7 +172,7 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     .argument('<admin-id>', "the administrator's id")
     .option('--name <name>', 'where the token is used, for people')
     .option('--expires-at <date-time>', 'ISO 8601 date-time in the future; without it the token never expires')
-    .action(async (adminId: string, options, command: Command) => {
+    .action(async (adminId: string, options: { name?: string; expiresAt?: string }, command: Command) => {
       const input = await validated(command, CreateAdminTokenDto, { name: options.name, expiresAt: options.expiresAt }, 'body');
       done(command, { name: 'admins tokens issue', adminId, input });
     });
@@ -182,7 +185,7 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
 
   const endpoints = program.command('endpoints').description("client applications' push notification endpoints");
   pagingOptions(endpoints.command('list').description("list every source's push endpoints").option('--source <source>', 'only the endpoints of this source')).action(
-    async (options, command: Command) => {
+    async (options: PagingFlags & { source?: string }, command: Command) => {
       const { filter, paging } = await listQuery(command, AdminEndpointsQueryDto, { source: options.source }, options);
       done(command, { name: 'endpoints list', ...filter, paging });
     },
@@ -201,7 +204,7 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
       .option('--status <status>', DELIVERY_STATUSES.join(', '))
       .option('--attention', 'only those that need a look: failed, or pending after a failed attempt')
       .option('--document-id <id>', "only the deliveries of this document's events"),
-  ).action(async (options, command: Command) => {
+  ).action(async (options: PagingFlags & { source?: string; status?: string; attention?: boolean; documentId?: string }, command: Command) => {
     // As the query string would carry it: the DTO turns 'true' into true.
     const filters = { source: options.source, status: options.status, attention: options.attention ? 'true' : undefined, documentId: options.documentId };
     const { filter, paging } = await listQuery(command, AdminDeliveriesQueryDto, filters, options);
@@ -215,12 +218,15 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
   const dirOption = () => new Option('--dir <dir>', 'the directory the clusters are in').default(ROOT_CLUSTERS_HOME);
   clusters.command('list').description("every cluster there, its state (linked, running, orphaned, unrecorded), size and DATA_DIR")
     .addOption(dirOption())
-    .action((options, command: Command) => done(command, { name: 'clusters list', dir: options.dir }));
-  clusters.command('prune').description('remove the orphaned clusters, after asking; never one a DATA_DIR links to or a running postmaster uses')
+    .action((options: { dir: string }, command: Command) => done(command, { name: 'clusters list', dir: options.dir }));
+  clusters.command('prune').description('remove the orphaned clusters, or the one named, after asking; never one a DATA_DIR links to or a running postmaster uses')
+    .argument('[cluster]', "only this cluster: its id (see list), or the DATA_DIR it belonged to")
     .addOption(dirOption())
     .option('--yes', 'remove without asking (needed where there is no terminal to ask in)')
     .option('--unrecorded', 'also remove the clusters that do not record their DATA_DIR (made by an earlier version; see list)')
-    .action((options, command: Command) => done(command, { name: 'clusters prune', dir: options.dir, yes: options.yes === true, unrecorded: options.unrecorded === true }));
+    .action((cluster: string | undefined, options: { dir: string; yes?: boolean; unrecorded?: boolean }, command: Command) => {
+      done(command, { name: 'clusters prune', dir: options.dir, yes: options.yes === true, unrecorded: options.unrecorded === true, ...(cluster === undefined ? {} : { cluster }) });
+    });
 
   // Every command that runs something takes --json, listed last in its help.
   for (const command of leavesOf(program)) command.option('--json', command.parent === clusters ? CLUSTERS_JSON_HELP : JSON_HELP);

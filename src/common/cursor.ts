@@ -31,8 +31,8 @@ export function decodeCursor(kind: string, cursor: string, parameter: string): s
 
 /** What a cursor of this API looks like (base64url), for the OpenAPI document; a value it did not issue is a 422 all the same. */
 export const CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
-/** The event feed's cursor: two such parts joined by a dot (an older form has one). */
-export const FEED_CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}(\\.[A-Za-z0-9_-]{1,64})?$';
+/** The event feed's cursor: two such parts joined by a dot. */
+export const FEED_CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}\\.[A-Za-z0-9_-]{1,64}$';
 
 /**
  * A cursor query parameter (`cursor`, the feed's `after`): optional, and when given not empty, which the

@@ -1,5 +1,6 @@
 /** The error codes (README, "Errors") and the one HTTP status each stands for. */
 export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   WEBHOOK_SIGNATURE_INVALID: 401,

@@ -170,15 +170,10 @@ export function registerJsonBodyParser(fastify: FastifyInstance, rawOnlyRoutes: 
   fastify.addHook('onRoute', (route) => {
     if (!rawOnlyRoutes.includes(route.url)) route.bodyLimit = Math.min(route.bodyLimit ?? routeLimit, routeLimit);
   });
-  const defaultParser = fastify.getDefaultJsonParser('error', 'error');
-  const parseJson = (text: string): unknown => {
-    let result: unknown;
-    defaultParser({} as FastifyRequest, text, (error: Error | null, value?: unknown) => {
-      if (error) throw error;
-      result = value;
-    });
-    return result;
-  };
+  // JSON.parse rather than Fastify's secure parser, which refuses `__proto__` and `constructor` keys as if the
+  // text were not JSON: JSON.parse makes them plain own properties (no prototype is set), and findUnstorable
+  // then refuses them by their path as the reserved names they are, before anything else reads the value.
+  const parseJson = (text: string): unknown => JSON.parse(text);
   const rawOnly = (request: FastifyRequest) => Boolean(request.routeOptions.url && rawOnlyRoutes.includes(request.routeOptions.url));
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {

@@ -49,6 +49,8 @@ const VALIDATION_EXAMPLES: Record<ProblemContext['validated'], { detail: string;
 function exampleOf(code: ErrorCode, context: ProblemContext): { detail: string; errors?: FieldError[] } {
   const admin = ADMIN.test(context.path);
   switch (code) {
+    case 'BAD_REQUEST':
+      return { detail: 'Validation failed (numeric string is expected)' };
     case 'UNAUTHORIZED':
       return {
         detail: admin

@@ -1,4 +1,12 @@
-import { NotFoundException, ServiceUnavailableException } from '@nestjs/common';
+import {
+  BadRequestException,
+  ForbiddenException,
+  ImATeapotException,
+  NotFoundException,
+  NotImplementedException,
+  ServiceUnavailableException,
+  UnprocessableEntityException,
+} from '@nestjs/common';
 import { Client } from 'pg';
 import { AppError } from './app-error.js';
 import { asDatabaseUnavailable, databaseFailureOf, describeFailure, isDatabaseUnavailable, requestKindOf } from './database-failure.js';
@@ -30,6 +38,20 @@ describe('toProblem', () => {
     const unavailable = toProblem(new ServiceUnavailableException({ database: 'down' }), '/health/ready', 'r');
     expect(unavailable.body).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
     expect(unavailable.headers['Retry-After']).toBe('5');
+  });
+
+  it('keeps the status of an HTTP exception without a code of the README, and never calls it a validation failure', () => {
+    expect(toProblem(new BadRequestException('Validation failed (numeric string is expected)'), '/x', 'r').body).toMatchObject({
+      status: 400,
+      title: 'Bad Request',
+      code: 'BAD_REQUEST',
+      detail: 'Validation failed (numeric string is expected)',
+    });
+    expect(toProblem(new ForbiddenException(), '/x', 'r').body).toMatchObject({ status: 403, title: 'Forbidden', code: 'FORBIDDEN', detail: 'Forbidden' });
+    // A status with no code of its own is a refusal nobody named: the generic one, not VALIDATION_ERROR.
+    expect(toProblem(new ImATeapotException(), '/x', 'r').body).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
+    expect(toProblem(new UnprocessableEntityException('bad'), '/x', 'r').body).toMatchObject({ status: 422, code: 'VALIDATION_ERROR' });
+    expect(toProblem(new NotImplementedException(), '/x', 'r')).toMatchObject({ body: { status: 500, code: 'INTERNAL_ERROR' }, unexpected: true });
   });
 
   it('hides everything about an unexpected error', () => {

@@ -42,11 +42,19 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; detail: string }> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'VALIDATION_ERROR', detail: 'Content-Length does not match the body' },
 };
 
+/**
+ * The code of an HttpException (Nest's, or a library's) by its status, which it keeps. Any other status below
+ * 500 is a refusal nobody named, so BAD_REQUEST, the generic one: never VALIDATION_ERROR, which means that a
+ * validation failed and that a corrected retry may pass.
+ */
 const HTTP_STATUS_CODES: Partial<Record<number, ErrorCode>> = {
+  400: 'BAD_REQUEST',
   401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
+  422: 'VALIDATION_ERROR',
   429: 'RATE_LIMITED',
   503: 'SERVICE_UNAVAILABLE',
 };
@@ -61,7 +69,7 @@ function classify(error: unknown, kind: RequestKind): { code: ErrorCode; detail:
   }
   if (error instanceof HttpException) {
     const status = error.getStatus();
-    const code = HTTP_STATUS_CODES[status] ?? (status < 500 ? 'VALIDATION_ERROR' : 'INTERNAL_ERROR');
+    const code = HTTP_STATUS_CODES[status] ?? (status < 500 ? 'BAD_REQUEST' : 'INTERNAL_ERROR');
     if (code === 'NOT_FOUND') return { code, detail: 'No such route or resource' };
     if (code === 'SERVICE_UNAVAILABLE') return { code, detail: 'The service is not ready; try again shortly' };
     if (code === 'INTERNAL_ERROR') return { code, detail: 'An unexpected error occurred' };

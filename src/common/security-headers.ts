@@ -15,7 +15,7 @@ function securityHeaders(options: HelmetOptions): Record<string, string> {
     removeHeader: () => undefined,
   };
   helmet(options)({} as IncomingMessage, response as unknown as ServerResponse, (error?: unknown) => {
-    if (error) throw error;
+    if (error) throw error instanceof Error ? error : new Error('helmet refused its options', { cause: error });
   });
   return headers;
 }

@@ -46,7 +46,7 @@ function withMember<T extends object>(target: T, name: keyof T, value: unknown):
     get(object, property) {
       if (property === name) return value;
       const member: unknown = Reflect.get(object, property, object);
-      return typeof member === 'function' ? member.bind(object) : member;
+      return typeof member === 'function' ? (member as (...args: unknown[]) => unknown).bind(object) : member;
     },
   });
 }

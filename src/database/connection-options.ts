@@ -30,9 +30,10 @@ export const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
  * A `date` column as its text, 'YYYY-MM-DD' (DateStyle ISO, set below), which is what an entity holds
  * for it: pg would make it a Date at local midnight. Every other type as pg parses it.
  */
+const DATE_OID: number = types.builtins.DATE;
 const ENTITY_TYPES: CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === types.builtins.DATE ? (value: string) => value : types.getTypeParser(oid, format)) as CustomTypesConfig['getTypeParser'],
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === DATE_OID ? (value: string) => value : types.getTypeParser(oid, format)) as CustomTypesConfig['getTypeParser'],
 };
 
 /** pg settings common to the pool, the LISTEN connection and the readiness probe's connection. */

@@ -107,7 +107,7 @@ function spawnPostmaster(layout: ClusterLayout, port: number): Promise<ChildProc
   return new Promise((resolveStart, reject) => {
     let output = '';
     // Read for as long as it runs: a full pipe would block the server.
-    child.stderr!.on('data', (chunk: Buffer) => {
+    child.stderr.on('data', (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-2000);
       if (output.includes('database system is ready to accept connections')) resolveStart(child);
     });

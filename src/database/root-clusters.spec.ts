@@ -6,7 +6,7 @@ import { join, relative } from 'node:path';
 import { ClusterFacts, DATA_DIRS_FILE, leftoverClustersNotice, listRootClusters, mayRemove, recordDataDir, removeRootCluster, stateOf } from './root-clusters.js';
 
 /** A pid no process has any more: a child that has exited and been reaped. */
-const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid!;
+const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid;
 
 describe('which clusters are orphaned, which in use', () => {
   const facts = (over: Partial<ClusterFacts>): ClusterFacts => ({ dataDirs: ['/srv/a'], linkedFrom: [], postmasterPid: null, ...over });
@@ -141,7 +141,7 @@ describe('the clusters of a directory', () => {
     expect(existsSync(dataDirs)).toBe(true);
   });
 
-  it('says in one line for the start-up log how many are left over, and which command deals with them', async () => {
+  it('says in one line for the start-up log how many are left over, that they are not this gateway\'s, and how to look and remove', async () => {
     const linked = await dataDir('linked');
     await symlink(join(await cluster('0000000000000000', [linked]), 'pg'), join(linked, 'pg'));
     await cluster('9999999999999999', [join(dataDirs, 'deleted')], process.pid);
@@ -149,18 +149,21 @@ describe('the clusters of a directory', () => {
 
     await cluster('1111111111111111', [join(dataDirs, 'gone')]);
     await expect(leftoverClustersNotice(home)).resolves.toBe(
-      `1 embedded PostgreSQL cluster in ${home} belongs to no DATA_DIR any more: \`npx tdg clusters prune\` lists and removes them`,
+      `1 embedded PostgreSQL cluster in ${home} belongs to no DATA_DIR any more, not this gateway's; it may be another checkout's: ` +
+        `\`npx tdg clusters list\` shows each with the DATA_DIR it belonged to, \`npx tdg clusters prune <id>\` removes one, \`npx tdg clusters prune\` every orphaned one`,
     );
     await cluster('2222222222222222', [join(dataDirs, 'gone-too')]);
     await cluster('3333333333333333', null);
     await expect(leftoverClustersNotice(home)).resolves.toBe(
-      `2 embedded PostgreSQL clusters in ${home} belong to no DATA_DIR any more (1 more, made by an earlier version, does not record which DATA_DIR it belongs to): \`npx tdg clusters prune\` lists and removes them`,
+      `2 embedded PostgreSQL clusters in ${home} belong to no DATA_DIR any more (1 more, made by an earlier version, does not record which DATA_DIR it belongs to), ` +
+        `not this gateway's; they may be another checkout's: \`npx tdg clusters list\` shows each with the DATA_DIR it belonged to, ` +
+        `\`npx tdg clusters prune <id>\` removes one, \`npx tdg clusters prune\` every orphaned one`,
     );
     await rm(join(home, '1111111111111111'), { recursive: true });
     await rm(join(home, '2222222222222222'), { recursive: true });
     await cluster('4444444444444444', null);
     await expect(leftoverClustersNotice(home)).resolves.toBe(
-      `2 embedded PostgreSQL clusters in ${home}, made by an earlier version, do not record which DATA_DIR they belong to: \`npx tdg clusters list\` shows them`,
+      `2 embedded PostgreSQL clusters in ${home}, made by an earlier version, do not record which DATA_DIR they belong to, not this gateway's; they may be another checkout's: \`npx tdg clusters list\` shows them`,
     );
   });
 });

@@ -154,17 +154,24 @@ export async function removeRootCluster(home: string, id: string, options: { unr
   return { removed: true, state };
 }
 
-/** One line for the start-up log when clusters under `home` belong to no DATA_DIR any more (or may not); null otherwise. */
+/**
+ * One line for the start-up log when clusters under `home` belong to no DATA_DIR any more (or may not); null
+ * otherwise. Never this start's own cluster, which is linked: the line says so, and how to look before removing.
+ */
 export async function leftoverClustersNotice(home = ROOT_CLUSTERS_HOME): Promise<string | null> {
   const clusters = await listRootClusters(home, { sizes: false });
   const orphaned = clusters.filter((c) => c.state === 'orphaned').length;
   const unrecorded = clusters.filter((c) => c.state === 'unrecorded').length;
   const clustersIn = (n: number) => `${n} embedded PostgreSQL cluster${n === 1 ? '' : 's'} in ${home}`;
   const unknown = (n: number) => `made by an earlier version, ${n === 1 ? 'does' : 'do'} not record which DATA_DIR ${n === 1 ? 'it belongs' : 'they belong'} to`;
+  const notOurs = (n: number) => `not this gateway's; ${n === 1 ? 'it' : 'they'} may be another checkout's`;
   if (orphaned > 0) {
     const more = unrecorded > 0 ? ` (${unrecorded} more, ${unknown(unrecorded)})` : '';
-    return `${clustersIn(orphaned)} belong${orphaned === 1 ? 's' : ''} to no DATA_DIR any more${more}: \`npx tdg clusters prune\` lists and removes them`;
+    return (
+      `${clustersIn(orphaned)} belong${orphaned === 1 ? 's' : ''} to no DATA_DIR any more${more}, ${notOurs(orphaned + unrecorded)}: ` +
+      '`npx tdg clusters list` shows each with the DATA_DIR it belonged to, `npx tdg clusters prune <id>` removes one, `npx tdg clusters prune` every orphaned one'
+    );
   }
-  if (unrecorded > 0) return `${clustersIn(unrecorded)}, ${unknown(unrecorded)}: \`npx tdg clusters list\` shows them`;
+  if (unrecorded > 0) return `${clustersIn(unrecorded)}, ${unknown(unrecorded)}, ${notOurs(unrecorded)}: \`npx tdg clusters list\` shows them`;
   return null;
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AppError } from '../common/app-error.js';
 import { decodeCursor, encodeCursor } from '../common/cursor.js';
 import { EntityManager } from 'typeorm';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
@@ -26,10 +27,10 @@ function feedCursor(row: FeedRow): string {
   return `${encodeCursor('x', row.xid)}.${encodeCursor('e', row.id)}`;
 }
 
-function decodeFeedCursor(after: string): { xid: string | null; id: string } {
+function decodeFeedCursor(after: string): { xid: string; id: string } {
   const parts = after.split('.');
-  if (parts.length === 2) return { xid: decodeCursor('x', parts[0], 'after'), id: decodeCursor('e', parts[1], 'after') };
-  return { xid: null, id: decodeCursor('e', after, 'after') };
+  if (parts.length !== 2) throw AppError.validation([{ field: 'after', message: 'is not a cursor this API returned' }]);
+  return { xid: decodeCursor('x', parts[0], 'after'), id: decodeCursor('e', parts[1], 'after') };
 }
 
 /** The feed of GET /api/v1/events: every event of a source exactly once, in a commit-safe order. */

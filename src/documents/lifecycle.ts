@@ -53,11 +53,6 @@ export type LifecycleOutcome =
 
 const KNOWN_PROVIDER_STATUSES: ReadonlySet<string> = new Set(PROVIDER_STATUSES);
 
-/** A final status: nothing moves a document out of it. */
-export function isFinal(status: DocumentStatus): boolean {
-  return !LIFECYCLE.some((row) => row.from === status);
-}
-
 /** A bank's payment status as the lifecycle's table and a document's paymentStatus name it: the bank may send any case. */
 export function providerStatusOf(status: string): string {
   return status.toUpperCase();

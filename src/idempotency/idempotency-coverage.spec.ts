@@ -24,6 +24,20 @@ class AdminThingsController {
   create(): void {}
 }
 
+@Controller('admin/marked')
+class MarkedAdminController {
+  @Post()
+  @Idempotent()
+  create(): void {}
+}
+
+@Controller()
+class MarkedBareController {
+  @Post('api/v1x')
+  @Idempotent()
+  notUnderTheApi(): void {}
+}
+
 @Controller()
 class BareController {
   @Post('api/v1/bare')
@@ -53,5 +67,17 @@ describe('IdempotencyCoverage', () => {
   it('accepts an application whose POST routes under /api/v1 are all marked', async () => {
     const coverage = await coverageOf(AdminThingsController);
     expect(() => coverage.assertComplete()).not.toThrow();
+  });
+
+  it('names every @Idempotent() route outside /api/v1, where no API key would name its source', async () => {
+    const coverage = await coverageOf(MarkedAdminController, MarkedBareController);
+    expect(() => coverage.assertComplete()).toThrow(
+      '@Idempotent() outside /api/v1/, where no API key names the source of its records: POST /admin/marked, POST /api/v1x. Remove it there.',
+    );
+  });
+
+  it('names both kinds of mistake at once', async () => {
+    const coverage = await coverageOf(ThingsController, MarkedAdminController);
+    expect(() => coverage.assertComplete()).toThrow(/^Not idempotent, .*: POST \/api\/v1\/things\/:id\/forget\. .* @Idempotent\(\) outside .*: POST \/admin\/marked\. Remove it there\.$/);
   });
 });

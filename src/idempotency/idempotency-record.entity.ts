@@ -4,7 +4,10 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm'
 @Entity('idempotency_records')
 @Index('idx_idempotency_records_expires_at', ['expiresAt'])
 export class IdempotencyRecordEntity {
-  /** First in the primary key: the API key look-up finds the record before it knows the source. */
+  /**
+   * First in the primary key, as IdempotencyKeyFirst made it for a look-up that no longer exists (it learned the
+   * source from api_keys); every statement now gives both columns, which either order serves.
+   */
   @PrimaryColumn({ name: 'idempotency_key', type: 'varchar', length: 128 })
   idempotencyKey: string;
 

@@ -15,7 +15,7 @@ export const IDEMPOTENCY_KEY_LENGTH = { min: 8, max: 128 } as const;
 export const IDEMPOTENCY_KEY_PATTERN = new RegExp(`^[a-zA-Z0-9._:-]{${IDEMPOTENCY_KEY_LENGTH.min},${IDEMPOTENCY_KEY_LENGTH.max}}$`);
 
 /** Business refusals are part of the operation's answer and are replayed; all else leaves the key free. */
-const STORED_REFUSALS: ReadonlySet<ErrorCode> = new Set(['DUPLICATE_DOCUMENT', 'INVALID_STATE_TRANSITION', 'NOT_FOUND']);
+export const STORED_REFUSALS: ReadonlySet<ErrorCode> = new Set(['DUPLICATE_DOCUMENT', 'INVALID_STATE_TRANSITION', 'NOT_FOUND']);
 
 const PURGE_BATCH = 5000;
 

@@ -1,4 +1,11 @@
-import { IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service.js';
+import { ERROR_STATUS } from '../common/error-codes.js';
+import { IDEMPOTENCY_KEY_PATTERN, STORED_REFUSALS } from '../idempotency/idempotency.service.js';
+
+/** The refusals a repeat of the request gets again (404, 409 DUPLICATE_DOCUMENT, …), from the set the service stores. */
+export const STORED_REFUSALS_TEXT = [...STORED_REFUSALS]
+  .sort((a, b) => ERROR_STATUS[a] - ERROR_STATUS[b] || a.localeCompare(b))
+  .map((code) => `${ERROR_STATUS[code]} \`${code}\``)
+  .join(', ');
 
 export const API_KEY_SCHEME = 'apiKey';
 export const ADMIN_TOKEN_SCHEME = 'adminToken';
@@ -31,8 +38,8 @@ cookie instead, after single sign-on. The bank webhook is authenticated by its s
 **Retrying safely.** Every POST under \`/api/v1\` needs an \`X-Idempotency-Key\` (\`\` ${IDEMPOTENCY_KEY_PATTERN.source} \`\`). The
 same key and body again returns the stored answer with \`Idempotent-Replayed: true\` and performs nothing;
 the same key with another body is a 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, a 409
-\`IDEMPOTENCY_KEY_IN_USE\` with \`Retry-After\`. Successes and business refusals (404, 409 \`DUPLICATE_DOCUMENT\`,
-409 \`INVALID_STATE_TRANSITION\`) are stored; 401, 422 validation failures, 429 and 5xx are not.
+\`IDEMPOTENCY_KEY_IN_USE\` with \`Retry-After\`. Successes and business refusals (${STORED_REFUSALS_TEXT}) are
+stored; 401, 409 \`IDEMPOTENCY_KEY_IN_USE\`, 422 validation failures, 429 and 5xx are not.
 
 **Errors** are \`application/problem+json\` (RFC 9457) with a machine-readable \`code\`; validation failures name
 every bad field in \`errors\`. Checks on a POST run in this order: API key (401), rate limit (429), idempotency

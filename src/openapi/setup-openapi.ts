@@ -4,9 +4,9 @@ import type { OperationObject, ParameterObject, PathItemObject, ReferenceObject,
 import { EXTERNAL_API_PREFIX } from '../auth/api-key.guard.js';
 import { ErrorCode } from '../common/error-codes.js';
 import { byStatus, ProblemContext, problemCodesOf, ProblemDto, problemResponse } from '../common/problem.dto.js';
-import { IDEMPOTENCY_KEY_LENGTH, IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency.service.js';
+import { IDEMPOTENCY_KEY_LENGTH, IDEMPOTENCY_KEY_PATTERN, STORED_REFUSALS } from '../idempotency/idempotency.service.js';
 import { SESSION_COOKIE } from '../admin/admin-session.js';
-import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME, API_DESCRIPTION, API_KEY_SCHEME, API_TAGS } from './api-description.js';
+import { ADMIN_SESSION_SCHEME, ADMIN_TOKEN_SCHEME, API_DESCRIPTION, API_KEY_SCHEME, API_TAGS, STORED_REFUSALS_TEXT } from './api-description.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 const METHODS_WITH_BODY: ReadonlySet<string> = new Set(['post', 'put', 'patch']);
@@ -26,7 +26,8 @@ const ref = ($ref: string): ReferenceObject => ({ $ref });
  * pipe do to every route of a kind, keyed on the same constants they use, so a new route is
  * documented as it behaves without repeating those rules on it:
  * - every route under /api/v1/: the API key, 401, 429 and 503 (ApiKeyGuard);
- * - every POST under /api/v1/: X-Idempotency-Key, 409 IN_USE, 422 REUSED, Idempotent-Replayed (IdempotencyInterceptor);
+ * - every POST under /api/v1/: X-Idempotency-Key, 409 IN_USE, 422 REUSED, and Idempotent-Replayed on the answers
+ *   that are stored, 2xx and STORED_REFUSALS (IdempotencyInterceptor);
  * - every POST, PUT or PATCH: 413 and 415 (http-hooks, or the signature pipe after the signature);
  * - request body schemas: no unknown fields (the validation pipe's forbidNonWhitelisted);
  * - every response: X-Request-Id; every operation: 500 and 431.
@@ -79,7 +80,7 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
       schema: { type: 'string', example: '3f0c8a52-0b4e-4a53-9d7e-2f1c9b7f0e11' },
     },
     'Idempotent-Replayed': {
-      description: '`true` when this is the stored answer of an earlier request with the same idempotency key and body; absent otherwise.',
+      description: `\`true\` when this is the stored answer of an earlier request with the same idempotency key and body (a success, or one of ${STORED_REFUSALS_TEXT}); absent otherwise.`,
       schema: { type: 'string', enum: ['true'] },
     },
   };
@@ -99,7 +100,7 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
   };
   const bodySchemas = new Set<string>();
 
-  for (const [path, item] of Object.entries(document.paths) as [string, PathItemObject][]) {
+  for (const [path, item] of Object.entries<PathItemObject>(document.paths)) {
     for (const method of METHODS) {
       const operation = item[method];
       if (!operation) continue;
@@ -122,7 +123,8 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
       operation.security ??= [];
 
       const context: ProblemContext = { path, validated: validatedFirst(operation, path, idempotent, options) };
-      for (const [status, group] of byStatus(codes)) operation.responses[status] = problemResponse(group, context);
+      const groups = byStatus(codes);
+      for (const [status, group] of groups) operation.responses[status] = problemResponse(group, context);
       operation.responses['431'] = ref('#/components/responses/RequestHeaderFieldsTooLarge');
       operation.responses = sortedByStatus(operation.responses);
 
@@ -130,8 +132,9 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
         if ('$ref' in response) continue;
         const headers = (response.headers ??= {});
         headers['X-Request-Id'] = ref('#/components/headers/X-Request-Id');
-        // Stored answers: 2xx and the business refusals (see IdempotencyService).
-        if (idempotent && (status.startsWith('2') || status === '404' || status === '409')) {
+        // Stored answers: 2xx and the business refusals; a 409 that is only IDEMPOTENCY_KEY_IN_USE never is.
+        const stored = status.startsWith('2') || (groups.get(Number(status)) ?? []).some((code) => STORED_REFUSALS.has(code));
+        if (idempotent && stored) {
           headers['Idempotent-Replayed'] = ref('#/components/headers/Idempotent-Replayed');
         }
       }

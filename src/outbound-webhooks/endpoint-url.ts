@@ -12,6 +12,25 @@ const refuse = (message: string) => AppError.validation([{ field: 'url', message
 const LOCAL_TRIALS = 'http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials';
 
 /**
+ * What makes `value` no push endpoint URL whatever the configuration, or null. The body's validation asks
+ * this, so that a bad URL is named with the body's other bad fields; checkEndpointUrl asks it again first.
+ */
+export function endpointUrlProblem(value: string): string | null {
+  if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `must be an https:// URL (${LOCAL_TRIALS})`;
+  if (url.username || url.password) return 'must not contain credentials';
+  // A fragment is never sent to the receiver: it would only make a second spelling of the same URL.
+  if (url.href.includes('#')) return 'must not contain a fragment (#…)';
+  return null;
+}
+
+/**
  * The URL rules of push endpoints (README, "Push notifications"), checked when an endpoint is created or its URL changed; answers the URL as it
  * is stored and called, normalised by the WHATWG parser the sender uses too (so what an administrator
  * reads is where messages go: `https://a.example\@b.example/` is stored as `https://a.example/@b.example/`).
@@ -20,18 +39,10 @@ const LOCAL_TRIALS = 'http:// and private addresses are accepted only with OUTBO
  * ports below it are other services (SSH, SMTP, …) that no webhook receiver needs.
  */
 export async function checkEndpointUrl(value: string, allowPrivate: boolean): Promise<string> {
-  if (value.length > MAX_URL_LENGTH) throw refuse(`must be at most ${MAX_URL_LENGTH} characters`);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw refuse('must be an absolute URL');
-  }
-  const schemes = allowPrivate ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) throw refuse(allowPrivate ? 'must be an http:// or https:// URL' : `must be an https:// URL (${LOCAL_TRIALS})`);
-  if (url.username || url.password) throw refuse('must not contain credentials');
-  // A fragment is never sent to the receiver: it would only make a second spelling of the same URL.
-  if (url.href.includes('#')) throw refuse('must not contain a fragment (#…)');
+  const problem = endpointUrlProblem(value);
+  if (problem) throw refuse(problem);
+  const url = new URL(value);
+  if (url.protocol !== 'https:' && !allowPrivate) throw refuse(`must be an https:// URL (${LOCAL_TRIALS})`);
   if (allowPrivate) return url.href;
   if (url.port !== '' && Number(url.port) < 1024) throw refuse('must use port 443 or a port from 1024 up');
   const host = url.hostname.replace(/^\[|\]$/g, '');

@@ -20,12 +20,12 @@ export interface VerifiedDelivery {
   signedAt: Date;
 }
 
-/** A delivery as received: the signed parts untouched (headers and raw body bytes), and its media type. */
-export interface ReceivedDelivery extends SignedRequest {
+/** A delivery as received, before its signature is checked: the signed parts untouched (headers and raw body bytes), and its media type. */
+export interface UnverifiedDelivery extends SignedRequest {
   mediaType: Pick<FastifyRequest['headers'], 'content-type' | 'content-encoding'>;
 }
 
-export const SignedDelivery = createParamDecorator((_data: unknown, ctx: ExecutionContext): ReceivedDelivery => {
+export const SignedDelivery = createParamDecorator((_data: unknown, ctx: ExecutionContext): UnverifiedDelivery => {
   const request = ctx.switchToHttp().getRequest<FastifyRequest>();
   return {
     timestamp: request.headers['x-provider-timestamp'],
@@ -86,7 +86,7 @@ function parsePayload(rawBody: Buffer): PaymentStatusPayload {
  * so unsigned garbage of any type stays a 401.
  */
 @Injectable()
-export class WebhookSignaturePipe implements PipeTransform<ReceivedDelivery, VerifiedDelivery>, OnModuleInit {
+export class WebhookSignaturePipe implements PipeTransform<UnverifiedDelivery, VerifiedDelivery>, OnModuleInit {
   private readonly logger = new Logger('Webhooks');
   private readonly secrets: string[];
 
@@ -98,7 +98,7 @@ export class WebhookSignaturePipe implements PipeTransform<ReceivedDelivery, Ver
     if (!this.config.BANK_WEBHOOK_SECRET) this.logger.warn('BANK_WEBHOOK_SECRET is not set: every bank webhook will be rejected with 401');
   }
 
-  transform(delivery: ReceivedDelivery): VerifiedDelivery {
+  transform(delivery: UnverifiedDelivery): VerifiedDelivery {
     const verdict = verifyWebhookSignature(delivery, this.secrets, this.config.WEBHOOK_TOLERANCE_SECONDS);
     if (!verdict.valid) throw new AppError('WEBHOOK_SIGNATURE_INVALID', DETAILS[verdict.reason]);
     const refusal = mediaTypeRefusal(delivery.mediaType);

@@ -40,7 +40,7 @@ const OPENTELEMETRY = new Set([
 
 /** Every variable the configuration class declares (each has at least one validation rule), read now. */
 const configured = [...new Set(getMetadataStorage().getTargetValidationMetadatas(AppConfig, '', false, false).map((m) => m.propertyName))];
-const defaults = new AppConfig() as unknown as Record<string, unknown>;
+const defaults = new AppConfig() as unknown as Record<string, string | number | boolean | undefined>;
 const defaultOf = (name: string) => (defaults[name] === undefined ? undefined : String(defaults[name]));
 
 describe('.env.example against the configuration class (one source of truth)', () => {

@@ -126,7 +126,7 @@ export function kustomizeBuild(dir: string): KubernetesObject[] | null {
     output = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new Error(`kubectl kustomize ${relative(ROOT, dir)} failed: ${(error as { stderr?: string }).stderr ?? error}`);
+    throw new Error(`kubectl kustomize ${relative(ROOT, dir)} failed: ${(error as { stderr?: string }).stderr ?? String(error)}`, { cause: error });
   }
   return parseAllDocuments(output).map((d) => d.toJS() as KubernetesObject);
 }

@@ -56,7 +56,7 @@ export function metricNames(expr: string): string[] {
       }
     },
   });
-  if (error !== null) throw new Error(`PromQL does not parse at ${error}: ${expr.slice(0, error)} <here> ${expr.slice(error)}`);
+  if (error !== null) throw new Error(`PromQL does not parse at ${error as number}: ${expr.slice(0, error)} <here> ${expr.slice(error)}`);
   return [...new Set(names)];
 }
 

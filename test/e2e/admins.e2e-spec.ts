@@ -180,7 +180,7 @@ describe('administrators', () => {
       const boss = await newAdmin('admin');
       const colleague = await newAdmin('viewer');
       const expiresAt = new Date(Date.now() + 90_000).toISOString();
-      const shortLived = (await bootstrap('POST', `/admin/admins/${boss.id}/tokens`, { expiresAt })).json() as Token & { expiresAt: string };
+      const shortLived = (await bootstrap('POST', `/admin/admins/${boss.id}/tokens`, { expiresAt })).json<Token & { expiresAt: string }>();
       const tokensBefore = await count('admin_tokens');
       const later = new Date(Date.parse(shortLived.expiresAt) + 1000).toISOString();
       for (const [adminId, body] of [

@@ -83,7 +83,7 @@ describe('backup and restore into a new cluster', () => {
       const body = documentBody(key.source);
       const res = await a.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { 'x-api-key': key.key, 'x-idempotency-key': idempotencyKey }, payload: body });
       expect(res.statusCode).toBe(201);
-      requests.push({ url: '/api/v1/documents', idempotencyKey, body, status: 201, answer: res.body, location: res.headers.location as string });
+      requests.push({ url: '/api/v1/documents', idempotencyKey, body, status: 201, answer: res.body, location: res.headers.location });
     }
     const cancelKey = newIdempotencyKey();
     const cancelUrl = `/api/v1/documents/${JSON.parse(requests[0].answer).id}/cancel`;

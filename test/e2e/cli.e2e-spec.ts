@@ -49,6 +49,32 @@ function expectNoInternals(text: string) {
 }
 
 describe('operator CLI (node dist/cli.js)', () => {
+  describe('with a reader that stops early, as `tdg --help | head -3` is', () => {
+    /** `tdg …` whose stdout its reader has closed before the CLI writes to it (a CLI takes far longer to start). */
+    const withClosedStdout = async (args: string[]) => {
+      const run = spawnNode([join(ROOT, 'dist', 'cli.js'), ...args], { DATABASE_URL: UNREACHABLE_DATABASE });
+      run.child.stdout!.destroy();
+      return { code: await run.closed, stderr: run.stderr() };
+    };
+
+    it('ends quietly with status 0 after help, and with its usual status otherwise; never an unhandled EPIPE', async () => {
+      expect(await withClosedStdout(['--help'])).toEqual({ code: 0, stderr: '' });
+      expect(await withClosedStdout(['admins', 'tokens', 'issue', '--help'])).toEqual({ code: 0, stderr: '' });
+      const dir = await mkdtemp(join(tmpdir(), 'tdg-closed-stdout-'));
+      try {
+        expect(await withClosedStdout(['clusters', 'list', '--dir', dir])).toEqual({ code: 0, stderr: '' });
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+      // A failure still says so on stderr, with its own status.
+      const unknown = await withClosedStdout(['nonsense']);
+      expect(unknown).toEqual({ code: 2, stderr: expect.stringMatching(/^error: unknown command 'nonsense'/) });
+      const unreachable = await withClosedStdout(['keys', 'list']);
+      expect(unreachable.code).toBe(5);
+      for (const run of [unknown, unreachable]) expect(run.stderr).not.toMatch(/EPIPE|Unhandled/);
+    });
+  });
+
   describe('with DATABASE_URL', () => {
     let databaseUrl: string;
     let t: TestApp;
@@ -290,7 +316,7 @@ describe('operator CLI (node dist/cli.js)', () => {
           payload: { url: receiver.url },
         });
         expect(res.statusCode).toBe(201);
-        return { key: key.key as string, endpoint: res.json() as { id: string; secret: string } };
+        return { key: key.key as string, endpoint: res.json<{ id: string; secret: string }>() };
       }
 
       it('lists endpoints, disables one for the client for good (disabledReason "admin") and enables it again', async () => {

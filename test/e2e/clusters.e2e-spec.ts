@@ -135,6 +135,33 @@ describe('tdg clusters, on a directory laid out as /var/lib/tax-document-gateway
     expect(accepted).toContain(`Removed ${join(home, '6666666666666666')} (`);
     expect(existsSync(join(home, '6666666666666666'))).toBe(false);
   });
+
+  it('removes one cluster named by its id or by the DATA_DIR it belonged to, leaving the other orphans; never one in use', async () => {
+    await cluster('7777777777777777', [join(dataDirs, 'gone-a')]);
+    await cluster('8888888888888888', [join(dataDirs, 'gone-c')]);
+    // Named by its DATA_DIR, with the id that DATA_DIR's cluster gets.
+    const goneB = join(dataDirs, 'gone-b');
+    await cluster(clusterIdOf(goneB), [goneB]);
+    await cluster('aaaaaaaaaaaaaaaa', null);
+    const before = await listed(home);
+    expect(before).toMatchObject({ '1111111111111111': 'linked', '7777777777777777': 'orphaned', '8888888888888888': 'orphaned', [clusterIdOf(goneB)]: 'orphaned' });
+
+    const byId = await cli(['clusters', 'prune', '7777777777777777', '--dir', home, '--yes']);
+    expect(byId).toEqual({ code: 0, stdout: expect.stringMatching(new RegExp(`^Removed ${join(home, '7777777777777777')} \\([\\d.]+ KiB\\)\\.\\n$`)), stderr: '' });
+    const byDataDir = await cli(['clusters', 'prune', goneB, '--dir', home, '--yes', '--json']);
+    expect({ code: byDataDir.code, stderr: byDataDir.stderr }).toEqual({ code: 0, stderr: '' });
+    expect((JSON.parse(byDataDir.stdout) as { removed: RootCluster[] }).removed.map((c) => c.id)).toEqual([clusterIdOf(goneB)]);
+    // Named, an unrecorded cluster goes without --unrecorded: naming it is the operator's say-so.
+    expect((await cli(['clusters', 'prune', 'aaaaaaaaaaaaaaaa', '--dir', home, '--yes'])).code).toBe(0);
+
+    // In use, or unknown: refused with the usual exit codes (4, 3), and nothing goes.
+    const linked = await cli(['clusters', 'prune', '1111111111111111', '--dir', home, '--yes']);
+    expect(linked).toEqual({ code: 4, stdout: '', stderr: `error: Cluster 1111111111111111 is in use: ${join(dataDirs, 'linked')} links to it. Delete that DATA_DIR first if it is not wanted\n` });
+    const unknown = await cli(['clusters', 'prune', 'ffffffffffffffff', '--dir', home, '--yes', '--json']);
+    expect(unknown.code).toBe(3);
+    expect(JSON.parse(unknown.stderr)).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect(await listed(home)).toEqual({ '1111111111111111': 'linked', '8888888888888888': 'orphaned' });
+  });
 });
 
 /** Root's clusters live in the real /var/lib/tax-document-gateway: this touches only the ones it makes itself. */
@@ -182,7 +209,9 @@ describe('tdg clusters, on a directory laid out as /var/lib/tax-document-gateway
       expect(warnings).toEqual([
         expect.objectContaining({
           level: 40,
-          msg: expect.stringMatching(/^\d+ embedded PostgreSQL clusters? in \/var\/lib\/tax-document-gateway belongs? to no DATA_DIR any more.*: `npx tdg clusters prune` lists and removes them$/),
+          msg: expect.stringMatching(
+            /^\d+ embedded PostgreSQL clusters? in \/var\/lib\/tax-document-gateway belongs? to no DATA_DIR any more.*, not this gateway's; (it|they) may be another checkout's: `npx tdg clusters list` shows each .*, `npx tdg clusters prune <id>` removes one/,
+          ),
         }),
       ]);
       running.child.kill('SIGTERM');

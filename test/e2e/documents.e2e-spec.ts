@@ -162,6 +162,32 @@ describe('documents API', () => {
       expect(await countDocuments(acme.source)).toBe(before);
     });
 
+    it('says what is wrong with each field, by its path: left out, null, a reserved key', async () => {
+      const before = await countDocuments(acme.source);
+      const { externalId: _externalId, source: _source, ...withoutIds } = documentBody(acme.source);
+      const missing = await postDocument(t.app, acme.key, withoutIds);
+      expect(missing.json().errors).toEqual([
+        { field: 'source', message: 'is required' },
+        { field: 'externalId', message: 'is required' },
+      ]);
+      // An optional field is left out when there is none: null is not a way of saying so, nor a bad pattern.
+      const nulls = await postDocument(t.app, acme.key, documentBody(acme.source, { providerReference: null, metadata: null, taxpayer: { taxId: null, name: 'n', country: 'DE' } }));
+      expect(nulls.json().errors).toEqual([
+        { field: 'taxpayer.taxId', message: 'is required' },
+        { field: 'providerReference', message: 'must be left out rather than sent as null' },
+        { field: 'metadata', message: 'must be left out rather than sent as null' },
+      ]);
+      // Valid JSON, so never "is not valid JSON": the reserved key is named by its path.
+      const proto = await postDocument(t.app, acme.key, JSON.stringify(documentBody(acme.source)).replace(/\}$/, ',"metadata":{"__proto__":"x"}}'));
+      expect(proto.json()).toMatchObject({
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        detail: 'The request is not valid',
+        errors: [{ field: 'metadata.__proto__', message: 'is a reserved name and cannot be used as a key' }],
+      });
+      expect(await countDocuments(acme.source)).toBe(before);
+    });
+
     it('names every bad field at once', async () => {
       const res = await postDocument(t.app, acme.key, { source: acme.source, type: 'X', taxpayer: { country: 'de' }, totalAmount: '1', taxAmount: '2' });
       const fields = res.json().errors.map((e: { field: string }) => e.field);

@@ -133,7 +133,7 @@ describe('hardening: bad input', () => {
       const at = bytes.indexOf('__');
       bytes[at] = 0xfc; // "ü" in latin1: not UTF-8
       const before = await documentCount();
-      const res = await postDocument(t.app, source.key, bytes.toString('latin1') as string);
+      const res = await postDocument(t.app, source.key, bytes.toString('latin1'));
       const raw = await t.app.inject({
         method: 'POST',
         url: '/api/v1/documents',

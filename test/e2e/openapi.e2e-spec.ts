@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SOURCE_PATTERN } from '../../src/common/source.js';
 import { ISO_COUNTRIES, ISO_CURRENCIES } from '../../src/documents/reference-data.js';
-import { IDEMPOTENCY_KEY_PATTERN } from '../../src/idempotency/idempotency.service.js';
+import { IDEMPOTENCY_KEY_PATTERN, STORED_REFUSALS } from '../../src/idempotency/idempotency.service.js';
 import { adminHeaders, uniqueSource } from '../support/factories.js';
 import { ROOT } from '../support/processes.js';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from '../support/test-app.js';
@@ -60,6 +60,30 @@ describe('the OpenAPI document the gateway serves', () => {
     const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
     expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  });
+
+  it('marks as replayable exactly the answers the idempotency service stores: successes and its stored refusals, never a 409 IN_USE', () => {
+    type Response = { headers?: Record<string, unknown>; content?: Record<string, { examples?: Record<string, unknown> }> };
+    const marked: string[] = [];
+    const expected: string[] = [];
+    for (const [path, item] of Object.entries(document.paths)) {
+      if (!path.startsWith('/api/v1/') || !item.post) continue;
+      for (const [status, response] of Object.entries(item.post.responses as Record<string, Response>)) {
+        const codes = Object.keys(response.content?.['application/problem+json']?.examples ?? {});
+        if (response.headers?.['Idempotent-Replayed']) marked.push(`${path} ${status}`);
+        if (status.startsWith('2') || codes.some((code) => STORED_REFUSALS.has(code as never))) expected.push(`${path} ${status}`);
+      }
+    }
+    expect(marked).toEqual(expected);
+    // What a reader is told is replayed names the stored refusals, and says a 409 IDEMPOTENCY_KEY_IN_USE is not.
+    const { headers } = document.components as { headers?: Record<string, { description: string }> };
+    const header = headers!['Idempotent-Replayed'].description;
+    for (const code of STORED_REFUSALS) expect(header).toContain(code);
+    expect(header).not.toContain('IDEMPOTENCY_KEY_IN_USE');
+    const description = (document as unknown as { info: { description: string } }).info.description;
+    const [stored, notStored] = /Successes and business refusals \(([^)]*)\) are\s+stored; ([^.]*) are not/.exec(description)!.slice(1);
+    expect(stored.match(/[A-Z_]{5,}/g)!.sort()).toEqual([...STORED_REFUSALS].sort());
+    expect(notStored).toContain('409 `IDEMPOTENCY_KEY_IN_USE`');
   });
 
   it('states the rules the server enforces, from the constants its validators use', () => {
@@ -157,7 +181,7 @@ describe('the OpenAPI document the gateway serves', () => {
       expect({ path, status: answer.status, detail: ((await answer.json()) as { detail: string }).detail }).toEqual({ path, status: 401, detail: example.detail });
     }
     // Personal tokens, the break-glass token and the console's session, wherever the admin credential is described.
-    const admin = document.paths['/admin/api-keys'].get.responses['401'].content!['application/problem+json'].examples!.UNAUTHORIZED.value.detail as string;
+    const admin = document.paths['/admin/api-keys'].get.responses['401'].content!['application/problem+json'].examples!.UNAUTHORIZED.value.detail;
     const described = document as unknown as { info: { description: string }; tags: { name: string; description: string }[]; components: { securitySchemes: Record<string, { description: string }> } };
     for (const text of [admin, described.info.description, described.tags.find((tag) => tag.name === 'admin')!.description, described.components.securitySchemes.adminToken.description]) {
       expect(text).toContain('adm_tax_…');
@@ -243,10 +267,7 @@ describe('the OpenAPI document the gateway serves', () => {
         }
         // Only the rules JSON Schema cannot state (they are in the descriptions) may refuse a schema-valid body.
         expect(first.status).toBe(422);
-        const metadataKeys = Object.keys((generated as { metadata?: object }).metadata ?? {});
-        for (const error of answer.errors ?? []) {
-          // A `__proto__` key is refused by the JSON parser itself, so as the whole body.
-          const field = error.field === 'body' && metadataKeys.includes('__proto__') ? 'metadata' : error.field;
+        for (const { field } of answer.errors ?? []) {
           expect(field).toMatch(/^(taxAmount|metadata(\..*)?)$/);
           tally.refusedFor.add(field.split('.')[0]);
         }

@@ -37,12 +37,12 @@ describe('push notifications', () => {
   const register = async (key: IssuedKey, url: string, extra: Record<string, unknown> = {}) => {
     const res = await api(key, 'POST', '', { url, ...extra });
     expect(res.statusCode).toBe(201);
-    return res.json() as { id: string; secret: string };
+    return res.json<{ id: string; secret: string }>();
   };
   const createDocument = async (key: IssuedKey) => {
     const res = await postDocument(t.app, key.key, documentBody(key.source));
     expect(res.statusCode).toBe(201);
-    return res.json() as { id: string };
+    return res.json<{ id: string }>();
   };
   const eventOf = (key: IssuedKey, documentId: string, type = 'document.created') =>
     feedOnceReady(t.app, key.key, (events) => events.find((e) => e.documentId === documentId && e.type === type), `the ${type} event in the feed`);
@@ -120,15 +120,36 @@ describe('push notifications', () => {
       const res = await api(source, 'POST', '', { url: 'ftp://x.example.com', eventTypes: [], description: '', extra: 1 });
       expect(res.statusCode).toBe(422);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-      expect(res.json().errors.map((e: { field: string }) => e.field).sort()).toEqual(['description', 'eventTypes', 'extra']);
+      // Every bad field at once, the URL's rules included.
+      const byField = (errors: { field: string }[]) => [...errors].sort((a, b) => a.field.localeCompare(b.field));
+      expect(byField(res.json().errors)).toEqual([
+        { field: 'description', message: 'must be longer than or equal to 1 characters' },
+        { field: 'eventTypes', message: expect.stringContaining('document.created') },
+        { field: 'extra', message: 'is not an allowed field' },
+        { field: 'url', message: expect.stringMatching(/^must be an https:\/\/ URL/) },
+      ]);
       const badUrl = await api(source, 'POST', '', { url: 'ftp://x.example.com' });
-      expect(badUrl.json()).toMatchObject({ status: 422, code: 'VALIDATION_ERROR', errors: [{ field: 'url', message: 'must be an http:// or https:// URL' }] });
+      expect(badUrl.json()).toMatchObject({ status: 422, code: 'VALIDATION_ERROR', errors: [{ field: 'url', message: expect.stringMatching(/^must be an https:\/\/ URL/) }] });
       const unknownType = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: ['document.deleted'] });
       expect(unknownType.json().errors).toEqual([{ field: 'eventTypes', message: expect.stringContaining('document.created') }]);
+      const both = await api(source, 'POST', '', { url: 'not a url', eventTypes: ['document.deleted'] });
+      expect(both.json().errors).toEqual([
+        { field: 'url', message: 'must be an absolute URL' },
+        { field: 'eventTypes', message: expect.stringContaining('document.created') },
+      ]);
+      const patched = await api(source, 'POST', '', { url: 'https://x.example.com' });
+      const badPatch = await api(source, 'PATCH', `/${patched.json().id}`, { url: 'https://user:pw@x.example.com/', eventTypes: [], enabled: 'yes' });
+      expect(byField(badPatch.json().errors).map((e) => e.field)).toEqual(['enabled', 'eventTypes', 'url']);
+      await api(source, 'DELETE', `/${patched.json().id}`);
       const credentials = await api(source, 'POST', '', { url: 'https://user:pw@x.example.com/' });
       expect(credentials.json().errors).toEqual([{ field: 'url', message: 'must not contain credentials' }]);
-      const nulls = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: null });
-      expect(nulls.json().errors).toEqual([{ field: 'eventTypes', message: expect.any(String) }]);
+      const nulls = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: null, description: null });
+      expect(nulls.json().errors).toEqual([
+        { field: 'description', message: 'must be left out rather than sent as null' },
+        { field: 'eventTypes', message: 'must be left out rather than sent as null' },
+      ]);
+      const missing = await api(source, 'POST', '', { eventTypes: ['document.created'] });
+      expect(missing.json().errors).toEqual([{ field: 'url', message: 'is required' }]);
       const long = await api(source, 'POST', '', { url: `https://x.example.com/${'a'.repeat(2048)}` });
       expect(long.statusCode).toBe(422);
       expect((await api(source, 'GET', '')).json()).toEqual({ data: [] });
@@ -302,7 +323,7 @@ describe('push notifications', () => {
     it('retries a 500, a timeout and a redirect on the schedule with the same webhook-id, then succeeds', async () => {
       const source = await newSourceWithKey(t.app);
       const answers = [{ status: 500 }, 'hang', { status: 302, headers: { location: 'http://127.0.0.1:1/elsewhere' } }, { status: 200 }] as const;
-      const hook = await receiver((_m, index) => answers[Math.min(index, answers.length - 1)] as never);
+      const hook = await receiver((_m, index) => answers[Math.min(index, answers.length - 1)]);
       const endpoint = await register(source, hook.url, { eventTypes: ['document.created'] });
       const document = await createDocument(source);
       const event = await eventOf(source, document.id);

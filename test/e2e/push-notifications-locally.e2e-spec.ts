@@ -102,7 +102,7 @@ describe('docs/push-notifications-locally.md, as written', () => {
     const endpointSecret = endpoint.json().secret as string;
     // The receiver was started with a secret of its own, as after registering an endpoint in an earlier try:
     // the gateway's pushes are refused, and the receiver says why.
-    const document = (await postDocument(t.app, key.key, documentBody(key.source))).json() as { id: string };
+    const document = (await postDocument(t.app, key.key, documentBody(key.source))).json<{ id: string }>();
     await waitFor(async () => /^refused POST \/hooks\/tax-gateway \(webhook-id \d+\) with 400: No matching signature found$/m.test(receiver!.output()), 'the refusal of a push signed with another secret', 30_000);
 
     const send = async (headers: Record<string, string>, body: string, path = '/hooks/tax-gateway', method = 'POST') =>
@@ -147,14 +147,14 @@ describe('docs/push-notifications-locally.md, as written', () => {
       payload: { url: 'http://127.0.0.1:1/hooks/tax-gateway', description: 'local try' },
     });
     expect(placeholder.statusCode).toBe(201);
-    const { id, secret } = placeholder.json() as { id: string; secret: string };
+    const { id, secret } = placeholder.json<{ id: string; secret: string }>();
     await keepSecret(dir, secret);
     receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0' }, dir);
     const url = await waitFor(async () => /^listening on (\S+)$/m.exec(receiver!.output())?.[1] ?? (receiver!.child.exitCode !== null && 'exited'), 'the receiver to listen', 30_000);
     const moved = await t.app.inject({ method: 'PATCH', url: `/api/v1/webhook-endpoints/${id}`, headers: { 'x-api-key': key.key }, payload: { url } });
     expect(moved.statusCode).toBe(200);
 
-    const document = (await postDocument(t.app, key.key, documentBody(key.source))).json() as { id: string };
+    const document = (await postDocument(t.app, key.key, documentBody(key.source))).json<{ id: string }>();
     await waitFor(async () => new RegExp(`^\\d+ document.created ${document.id} PENDING_PAYMENT$`, 'm').test(receiver!.output()), 'the push to be printed', 30_000);
     expect(receiver.output()).not.toContain('refused');
 

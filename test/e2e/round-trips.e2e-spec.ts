@@ -33,7 +33,7 @@ async function roundTripsOf(work: () => Promise<unknown>, values: Record<string,
     const settle = () => (answered = true);
     (result as Promise<unknown>).then(settle, settle);
     return result;
-  } as never);
+  });
   try {
     await work();
   } finally {

@@ -25,7 +25,7 @@ describe('security review findings', () => {
       new Promise<number>((resolve, reject) => {
         const socket = connect({ port, host: '127.0.0.1', localAddress: address }, () => socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
         let answer = '';
-        socket.on('data', (chunk) => (answer += chunk));
+        socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
         socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)));
         socket.on('error', reject);
       });

@@ -155,7 +155,7 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
       await fc.assert(
         fc.asyncProperty(mutation, async (m) => {
           const headers = { ...base.headers };
-          let body = Buffer.from(raw);
+          const body = Buffer.from(raw);
           if (m.kind === 'body') body[m.index] ^= m.xor;
           if (m.kind === 'timestamp') headers['x-provider-timestamp'] = new Date(Date.parse(headers['x-provider-timestamp']) + m.deltaMs).toISOString();
           if (m.kind === 'signature') {

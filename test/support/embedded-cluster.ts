@@ -14,8 +14,8 @@ async function main(): Promise<void> {
     await cluster.stop();
     process.exit(0);
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
   process.stdout.write(`READY ${cluster.url}\n`);
 }
 

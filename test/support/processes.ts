@@ -21,11 +21,11 @@ export function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROO
   let output = '';
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     output += chunk.toString();
     stdout += chunk.toString();
   });
-  child.stderr!.on('data', (chunk: Buffer) => {
+  child.stderr.on('data', (chunk: Buffer) => {
     output += chunk.toString();
     stderr += chunk.toString();
   });

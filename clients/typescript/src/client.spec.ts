@@ -21,7 +21,7 @@ function scriptedFetch(steps: Step[]) {
     requests.push({ method: request.method, path: url.pathname + url.search, headers: request.headers, body: await request.clone().text() });
     const step = steps[requests.length - 1];
     if (step === undefined) throw new Error(`unexpected request ${requests.length}: ${request.method} ${request.url}`);
-    if (step === 'hang') return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason)));
+    if (step === 'hang') return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason as Error)));
     if (!(step instanceof Response)) throw step;
     return step;
   };

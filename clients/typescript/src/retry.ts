@@ -46,10 +46,10 @@ export function retryDelay(failedAttempt: number, policy: RetryPolicy, retryAfte
 /** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts (leaving no timer or listener behind). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
+    if (signal?.aborted) return reject(signal.reason as Error);
     const onAbort = () => {
       clearTimeout(timer);
-      reject(signal!.reason);
+      reject(signal!.reason as Error);
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);

@@ -39,7 +39,7 @@ export class AdminDeliveriesQueryDto {
     description: 'true: only the deliveries that need a look, failed or still pending after a failed attempt (failing right now)',
   })
   @IsOptional()
-  @Transform(({ value }) => (value === 'true' ? true : value === 'false' ? false : value))
+  @Transform(({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value))
   @IsBoolean({ message: 'must be true or false' })
   attention?: boolean;
 

@@ -1,8 +1,8 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, MaxLength, ValidateIf } from 'class-validator';
+import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, MaxLength, registerDecorator, ValidateIf } from 'class-validator';
 import { OptionalField } from '../../common/validation.js';
-import { MAX_URL_LENGTH } from '../endpoint-url.js';
+import { endpointUrlProblem, MAX_URL_LENGTH } from '../endpoint-url.js';
 import { OUTBOUND_EVENT_TYPES } from '../webhook-endpoint.entity.js';
 import type { DisabledReason, OutboundEventType } from '../webhook-endpoint.entity.js';
 
@@ -19,6 +19,16 @@ const EventTypes = () =>
     IsIn(OUTBOUND_EVENT_TYPES, { each: true, message: EVENT_TYPES_MESSAGE }),
   );
 
+/** The URL rules that need no configuration nor DNS, checked with the other fields; the service checks the rest. */
+const IsEndpointUrl = (): PropertyDecorator => (target, propertyName) =>
+  registerDecorator({
+    name: 'isEndpointUrl',
+    target: target.constructor,
+    propertyName: String(propertyName),
+    options: { message: ({ value }) => (typeof value === 'string' ? (endpointUrlProblem(value) ?? '') : '') },
+    validator: { validate: (value: unknown) => typeof value !== 'string' || endpointUrlProblem(value) === null },
+  });
+
 const UrlProperty = () =>
   ApiProperty({
     example: 'https://erp.example.com/hooks/tax-gateway',
@@ -30,6 +40,7 @@ export class CreateWebhookEndpointDto {
   @UrlProperty()
   @IsString()
   @MaxLength(MAX_URL_LENGTH)
+  @IsEndpointUrl()
   url: string;
 
   @ApiPropertyOptional({ example: 'ERP production receiver', maxLength: 500 })
@@ -48,6 +59,7 @@ export class UpdateWebhookEndpointDto {
   @OptionalField()
   @IsString()
   @MaxLength(MAX_URL_LENGTH)
+  @IsEndpointUrl()
   url?: string;
 
   @ApiPropertyOptional({ nullable: true, type: String, maxLength: 500, description: 'null clears it' })
