@@ -55,17 +55,6 @@ export default tseslint.config(
     languageOptions: { globals: { ...globals.browser } },
   },
   {
-    // Being rewritten with the write paths; their findings are left to that change, and this block with them:
-    // admin-sso.service.ts:149 (an unneeded assertion), admins.repository.ts:73,134,182 (an InsertResult's
-    // `raw` destructured), prepared-statement.ts:137 (a commit failure thrown as it came).
-    files: ['src/admin/admin-sso.service.ts', 'src/admin/admins.repository.ts', 'src/database/prepared-statement.ts'],
-    rules: {
-      '@typescript-eslint/no-unnecessary-type-assertion': 'off',
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/only-throw-error': 'off',
-    },
-  },
-  {
     files: ['scripts/**/*.mjs'],
     extends: [tseslint.configs.disableTypeChecked],
   },

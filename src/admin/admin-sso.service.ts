@@ -145,7 +145,7 @@ export class AdminSsoService {
       const issuer = new URL(this.config.OIDC_ISSUER_URL!);
       // The configuration allows plain HTTP only for a provider on a loopback address (a local trial).
       const options = issuer.protocol === 'http:' ? { execute: [lib.allowInsecureRequests] } : undefined;
-      return { lib, configuration: await lib.discovery(issuer, this.config.OIDC_CLIENT_ID!, this.config.OIDC_CLIENT_SECRET!, undefined, options) };
+      return { lib, configuration: await lib.discovery(issuer, this.config.OIDC_CLIENT_ID!, this.config.OIDC_CLIENT_SECRET, undefined, options) };
     })();
     this.provider.catch(() => {
       this.provider = null;

@@ -72,7 +72,7 @@ export class AdminsRepository {
 
   /** Null when an admin with that email (in any case) exists: uq_admins_email on lower(email) decides. */
   async insert(tx: EntityManager, admin: NewAdmin): Promise<AdminEntity | null> {
-    const { raw } = await tx.createQueryBuilder().insert().into(AdminEntity).values(admin).orIgnore().returning('id').execute();
+    const { raw } = (await tx.createQueryBuilder().insert().into(AdminEntity).values(admin).orIgnore().returning('id').execute()) as { raw: unknown };
     const [inserted] = raw as Array<{ id: string }>;
     return inserted ? tx.getRepository(AdminEntity).findOneByOrFail({ id: inserted.id }) : null;
   }
@@ -133,14 +133,14 @@ export class AdminsRepository {
   /** A new console session, ending `maxSeconds` from now at the latest; its id. */
   async insertSession(tx: EntityManager, session: Pick<AdminSessionEntity, 'adminId' | 'tokenHash' | 'csrfToken'> & { maxSeconds: number }): Promise<string> {
     const { adminId, tokenHash, csrfToken, maxSeconds } = session;
-    const { raw } = await tx
+    const { raw } = (await tx
       .createQueryBuilder()
       .insert()
       .into(AdminSessionEntity)
       .values({ adminId, tokenHash, csrfToken, expiresAt: () => 'now() + make_interval(secs => :maxSeconds)' })
       .setParameter('maxSeconds', maxSeconds)
       .returning('id')
-      .execute();
+      .execute()) as { raw: unknown };
     return (raw as Array<{ id: string }>)[0].id;
   }
 
@@ -181,12 +181,12 @@ export class AdminsRepository {
 
   /** The sign-in `state` started, taken once (a second callback with the same state finds nothing); null for one never issued, used or expired. */
   async takeLogin(state: string): Promise<Pick<AdminOidcLoginEntity, 'nonce' | 'codeVerifier'> | null> {
-    const { raw } = await this.logins
+    const { raw } = (await this.logins
       .createQueryBuilder()
       .delete()
       .where({ state })
       .returning('nonce, code_verifier AS "codeVerifier", expires_at > now() AS live')
-      .execute();
+      .execute()) as { raw: unknown };
     const [login] = raw as Array<{ nonce: string; codeVerifier: string; live: boolean }>;
     return login?.live ? { nonce: login.nonce, codeVerifier: login.codeVerifier } : null;
   }

@@ -1,6 +1,6 @@
 import type { PoolClient, QueryResultRow } from 'pg';
 import { EntityManager, QueryRunner } from 'typeorm';
-import { asDatabaseUnavailable, DatabaseUnavailable } from '../common/database-failure.js';
+import { asDatabaseUnavailable } from '../common/database-failure.js';
 
 /**
  * The values as pg will send them, with objects already JSON, as pg would make them: pg sends a named
@@ -112,6 +112,7 @@ export async function connectionOf(runner: QueryRunner): Promise<PoolClient> {
 /** The rows of each answer, or the first failure. */
 export function firstFailureOf(answers: PromiseSettledResult<QueryResultRow[]>[]): QueryResultRow[][] {
   const failed = answers.find((answer) => answer.status === 'rejected');
-  if (failed) throw failed.reason;
+  // pg rejects with its Error objects.
+  if (failed) throw failed.reason as Error;
   return answers.map((answer) => (answer as PromiseFulfilledResult<QueryResultRow[]>).value);
 }

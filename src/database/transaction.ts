@@ -260,7 +260,7 @@ export class Transaction {
       const outcome = (await committed) as { command?: string; failed?: unknown } | undefined;
       this.state = 'ended';
       firstFailureOf(answers);
-      if (outcome?.failed) throw outcome.failed;
+      if (outcome?.failed) throw outcome.failed as Error;
       if (!managed && outcome?.command !== 'COMMIT') throw new Error('The transaction was rolled back at COMMIT');
     } catch (error) {
       // Answered, the COMMIT left the connection outside any transaction (a rollback when a write failed); unanswered, it cannot say where it stands.

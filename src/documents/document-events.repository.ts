@@ -52,10 +52,7 @@ export class DocumentEventsRepository {
    * Event ids come from a sequence, handed out in insert order, not commit order: paging by id alone could
    * skip an event whose transaction commits late. So each event carries its transaction id (column default
    * pg_current_xact_id()), the feed is ordered by (xid, id), and only events of transactions older than
-   * every transaction still running are returned: nothing can appear later before the cursor. $2 null with
-   * $3 an event id: a legacy cursor, resumed after that event's position. When retention has purged that
-   * event, the position is (0, $3): every event still kept. The purge deletes the oldest events first, in
-   * id order (PURGE_EVENTS), so what is kept of a source's feed is what came after the purged event. The ORDER BY
+   * every transaction still running are returned: nothing can appear later before the cursor. The ORDER BY
    * names the table's columns: a bare `xid` would be the text of the select list, which sorts 1000 before
    * 999. Clients poll it: a prepared statement.
    */
@@ -70,7 +67,7 @@ export class DocumentEventsRepository {
          FROM document_events e
         WHERE e.source = $1
           AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
-          AND (e.xid, e.id) > (COALESCE($2::xid8, (SELECT c.xid FROM document_events c WHERE c.id = $3::bigint), '0'::xid8), $3::bigint)
+          AND (e.xid, e.id) > ($2::xid8, $3::bigint)
         ORDER BY e.xid, e.id
         LIMIT $4`,
     );
@@ -83,7 +80,7 @@ export class DocumentEventsRepository {
   }
 
   /** Up to `limit` events of `source` after the position (`xid`, `id`), oldest first. */
-  page(source: string, after: { xid: string | null; id: string }, limit: number): Promise<FeedRow[]> {
+  page(source: string, after: { xid: string; id: string }, limit: number): Promise<FeedRow[]> {
     return this.feedPage.run(this.events.manager, [source, after.xid, after.id, limit]);
   }
 

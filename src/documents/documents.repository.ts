@@ -68,7 +68,7 @@ const CREATE_FINDINGS = `SELECT
 @Injectable()
 export class DocumentsRepository {
   private readonly createFindings = new PreparedStatement<Omit<CreateFindings, 'heldBy'> & { heldById: string | null; heldBySource: string | null }>('document-create-findings', CREATE_FINDINGS);
-  private readonly written: (keyof DocumentRecord & string)[];
+  private readonly written: (Extract<keyof DocumentRecord, string>)[];
   private readonly insertStatement: PreparedStatement;
   private readonly changeStatement: PreparedStatement;
   /**
@@ -83,7 +83,7 @@ export class DocumentsRepository {
     const { metadata } = documents;
     const columns = selectColumns(metadata);
     // Every column of the entity but `seq`, which PostgreSQL gives: a column added to the entity is written with no change here.
-    this.written = metadata.columns.map((column) => column.propertyName as keyof DocumentRecord & string).filter((property) => property !== ('seq' as string));
+    this.written = metadata.columns.map((column) => column.propertyName as Extract<keyof DocumentRecord, string>).filter((property) => property !== ('seq' as string));
     this.insertStatement = new PreparedStatement(
       'document-insert',
       `INSERT INTO documents (${columnsOf<DocumentRecord>(metadata, this.written)}) VALUES (${placeholders(this.written.length)})`,

@@ -175,7 +175,7 @@ describe('database', () => {
         const config = args[0] as string | QueryConfig;
         if (typeof config !== 'string' && config.name === name) text = config.text;
         return (original as (...a: unknown[]) => unknown).apply(this, args);
-      } as never);
+      });
       try {
         await work();
       } finally {

@@ -164,7 +164,7 @@ describe('docs/push-notifications-locally.md, as written', () => {
     receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: new URL(url).port }, dir);
     await waitFor(async () => receiver!.output().includes(`listening on ${url}`) || (receiver!.child.exitCode !== null && 'exited'), 'the restarted receiver to listen', 30_000);
     expect(receiver.child.exitCode).toBeNull();
-    const second = (await postDocument(t.app, key.key, documentBody(key.source))).json() as { id: string };
+    const second = (await postDocument(t.app, key.key, documentBody(key.source))).json<{ id: string }>();
     await waitFor(async () => new RegExp(`^\\d+ document.created ${second.id} PENDING_PAYMENT$`, 'm').test(receiver!.output()), 'the push to the restarted receiver', 30_000);
     expect(receiver.output()).not.toContain('refused');
 

@@ -67,7 +67,7 @@ describe("the README's first hour, run as written", () => {
       }));
     } catch (error) {
       const { stdout: out, stderr } = error as { stdout?: string; stderr?: string };
-      throw new Error(`a first-hour block failed:\n${out}\n${stderr}`);
+      throw new Error(`a first-hour block failed:\n${out}\n${stderr}`, { cause: error });
     }
     const steps = stdout.split(/^::step \d+::\n/m).slice(1);
     expect(steps).toHaveLength(7);

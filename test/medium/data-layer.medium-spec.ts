@@ -40,7 +40,7 @@ async function roundTripsOf(work: () => Promise<unknown>): Promise<string[][]> {
     const settle = () => (answered = true);
     (result as Promise<unknown>).then(settle, settle);
     return result;
-  } as never);
+  });
   try {
     await work();
   } finally {

@@ -21,7 +21,7 @@ async function statementsOf(work: () => Promise<unknown>): Promise<string[]> {
     const config = args[0] as string | QueryConfig;
     names.push((typeof config === 'string' ? undefined : config.name) ?? (typeof config === 'string' ? config : config.text).trim().split(/\s+/)[0]);
     return (original as (...a: unknown[]) => unknown).apply(this, args);
-  } as never);
+  });
   try {
     await work();
   } finally {
