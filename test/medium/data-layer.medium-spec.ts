@@ -84,7 +84,7 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, 
     const tx = transactions.begin();
     try {
       const manager = await tx.manager();
-      expect(() => INSERT_PROBE.run(manager, ['managed'])).toThrow('PreparedStatement.run runs alone');
+      await expect(INSERT_PROBE.run(manager, ['managed'])).rejects.toThrow('PreparedStatement.run runs alone');
     } finally {
       await tx.rollback();
     }

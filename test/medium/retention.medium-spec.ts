@@ -6,6 +6,7 @@ import { longestSeconds, parseIsoDuration, shortestSeconds } from '../../src/con
 import { PurgeBatch, PurgeRange } from '../../src/database/purge-batch.js';
 import { BankEventEntity } from '../../src/documents/bank-event.entity.js';
 import { DocumentEventEntity } from '../../src/documents/document-event.entity.js';
+import { DocumentEntity } from '../../src/documents/document.entity.js';
 import { DocumentEventsRepository } from '../../src/documents/document-events.repository.js';
 import { DocumentEventsService } from '../../src/documents/document-events.service.js';
 import { PaymentsRepository } from '../../src/documents/payments.repository.js';
@@ -74,7 +75,7 @@ describe('retention purges', () => {
 
   beforeAll(async () => {
     m = await mediumModule({
-      entities: [DocumentEventEntity, BankEventEntity, OutboundDeliveryEntity, OutboundDeliveryAttemptEntity, AuditLogEntity],
+      entities: [DocumentEntity, DocumentEventEntity, BankEventEntity, OutboundDeliveryEntity, OutboundDeliveryAttemptEntity, AuditLogEntity],
       providers: [DocumentEventsRepository, OutboundDeliveriesRepository, PaymentsRepository, AuditLogRepository, RetentionRepository],
     });
     check = m.check;
