@@ -141,7 +141,9 @@ async function main(): Promise<void> {
       process.stderr.write(`${line}\n`);
     }
     process.stdout.write(`\n${RATE} requests/s for ${SECONDS} s per round, 16 connections, median of ${ROUNDS} rounds, per request\n\n`);
-    process.stdout.write('| path | statements | WAL bytes | PostgreSQL CPU µs | gateway CPU µs | p50 ms | p99 ms | non-2xx |\n|---|---:|---:|---:|---:|---:|---:|---:|\n');
+    process.stdout.write(
+      '| path | statements | WAL bytes | PostgreSQL CPU µs | gateway CPU µs | p50 ms | p99 ms | non-2xx |\n|---|---:|---:|---:|---:|---:|---:|---:|\n',
+    );
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     await gateway.stop();
@@ -168,7 +170,11 @@ async function preparePaths(url: string, receiverUrl: string): Promise<Array<{ n
   const created = await fetch(`${url}/api/v1/documents`, { method: 'POST', headers: { ...headers, 'x-idempotency-key': 'capacity-replay' }, body: replayBody });
   const { id } = (await created.json()) as { id: string };
   for (let i = 0; i < 40; i++) {
-    await fetch(`${url}/api/v1/documents`, { method: 'POST', headers: { ...headers, 'x-idempotency-key': randomUUID() }, body: JSON.stringify(documentBody(source)) });
+    await fetch(`${url}/api/v1/documents`, {
+      method: 'POST',
+      headers: { ...headers, 'x-idempotency-key': randomUUID() },
+      body: JSON.stringify(documentBody(source)),
+    });
   }
   // Documents whose payment the bank then reports, one event each: enough for every round's warm-up and window.
   const payable = Math.ceil(RATE * (SECONDS + 3) * ROUNDS * 1.2);
@@ -197,7 +203,15 @@ async function preparePaths(url: string, receiverUrl: string): Promise<Array<{ n
         setupRequest: (req) => {
           const body = JSON.stringify(event());
           const timestamp = new Date().toISOString();
-          return { ...req, body, headers: { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(BENCH_WEBHOOK_SECRET, timestamp, body) } };
+          return {
+            ...req,
+            body,
+            headers: {
+              'content-type': 'application/json',
+              'x-provider-timestamp': timestamp,
+              'x-provider-signature': signWebhook(BENCH_WEBHOOK_SECRET, timestamp, body),
+            },
+          };
         },
       },
     ],
@@ -219,7 +233,10 @@ async function preparePaths(url: string, receiverUrl: string): Promise<Array<{ n
     { name: 'create, no providerReference', options: create({ source, key }, false) },
     { name: 'create with providerReference', options: create({ source, key }, true) },
     { name: 'create, source with one push endpoint (create + its delivery)', options: create({ source: pushedSource, key: pushedKey }, false) },
-    { name: 'replay', options: { url: `${url}/api/v1/documents`, method: 'POST', headers: { ...headers, 'x-idempotency-key': 'capacity-replay' }, body: replayBody } },
+    {
+      name: 'replay',
+      options: { url: `${url}/api/v1/documents`, method: 'POST', headers: { ...headers, 'x-idempotency-key': 'capacity-replay' }, body: replayBody },
+    },
     { name: 'read by id', options: { url: `${url}/api/v1/documents/${id}`, headers } },
     { name: 'list, 20 documents', options: { url: `${url}/api/v1/documents?limit=20`, headers } },
     { name: 'feed, a page of 20 events', options: { url: `${url}/api/v1/events?limit=20`, headers } },

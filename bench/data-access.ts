@@ -72,7 +72,17 @@ async function main(): Promise<void> {
     const idOf = (i: number) => ids[i % ids.length];
     const text = 'SELECT * FROM documents WHERE id = $1';
     const prepared = new PreparedStatement('bench-document-find', text);
-    const entry = () => ({ action: 'api_key.created' as const, keyId: null, source: 'bench', remoteAddress: '127.0.0.1', actorType: 'bootstrap' as const, actorAdminId: null, actorEmail: null, targetType: null, targetId: randomUUID() });
+    const entry = () => ({
+      action: 'api_key.created' as const,
+      keyId: null,
+      source: 'bench',
+      remoteAddress: '127.0.0.1',
+      actorType: 'bootstrap' as const,
+      actorAdminId: null,
+      actorEmail: null,
+      targetType: null,
+      targetId: randomUUID(),
+    });
     const insertText = 'INSERT INTO admin_audit_log (action, source, remote_address, actor_type, target_id) VALUES ($1, $2, $3, $4, $5)';
     const preparedInsert = new PreparedStatement('bench-audit-insert', insertText);
     const ways: Array<[string, (i: number) => Promise<unknown>]> = [
@@ -80,9 +90,28 @@ async function main(): Promise<void> {
       ['read: prepared statement on a QueryRunner connection', (i) => prepared.run(dataSource.manager, [idOf(i)])],
       ['read: dataSource.query', (i) => dataSource.query(text, [idOf(i)])],
       ['read: Repository.findOneBy', (i) => documents.findOneBy({ id: idOf(i) })],
-      ['read: QueryBuilder getOne', (i) => documents.createQueryBuilder('d').where('d.id = :id', { id: idOf(i) }).getOne()],
-      ['write: pg pool, named statement (no ORM)', () => { const e = entry(); return pool.query({ name: 'bench-insert', text: insertText, values: [e.action, e.source, e.remoteAddress, e.actorType, e.targetId] }); }],
-      ['write: prepared statement on a QueryRunner connection', () => { const e = entry(); return preparedInsert.run(dataSource.manager, [e.action, e.source, e.remoteAddress, e.actorType, e.targetId]); }],
+      [
+        'read: QueryBuilder getOne',
+        (i) =>
+          documents
+            .createQueryBuilder('d')
+            .where('d.id = :id', { id: idOf(i) })
+            .getOne(),
+      ],
+      [
+        'write: pg pool, named statement (no ORM)',
+        () => {
+          const e = entry();
+          return pool.query({ name: 'bench-insert', text: insertText, values: [e.action, e.source, e.remoteAddress, e.actorType, e.targetId] });
+        },
+      ],
+      [
+        'write: prepared statement on a QueryRunner connection',
+        () => {
+          const e = entry();
+          return preparedInsert.run(dataSource.manager, [e.action, e.source, e.remoteAddress, e.actorType, e.targetId]);
+        },
+      ],
       ['write: Repository.insert', () => audit.insert(entry())],
     ];
     const results = new Map<string, Array<{ cpu: number; wall: number }>>(ways.map(([name]) => [name, []]));
@@ -96,7 +125,9 @@ async function main(): Promise<void> {
     process.stdout.write('| way | CPU µs | × pg alone | wall µs |\n|---|---:|---:|---:|\n');
     for (const [name, samples] of results) {
       const cpu = median(samples.map((s) => s.cpu));
-      process.stdout.write(`| ${name} | ${cpu.toFixed(0)} | ${(cpu / reference(name.split(':')[0])).toFixed(2)} | ${median(samples.map((s) => s.wall)).toFixed(0)} |\n`);
+      process.stdout.write(
+        `| ${name} | ${cpu.toFixed(0)} | ${(cpu / reference(name.split(':')[0])).toFixed(2)} | ${median(samples.map((s) => s.wall)).toFixed(0)} |\n`,
+      );
     }
   } finally {
     await pool.end();

@@ -43,7 +43,14 @@ export async function startBenchGateway(databaseUrl: string): Promise<BenchGatew
       await exited;
     },
   };
-  for (let i = 0; !(await fetch(`${gateway.url}/health/ready`).then((r) => r.ok, () => false)); i++) {
+  for (
+    let i = 0;
+    !(await fetch(`${gateway.url}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    ));
+    i++
+  ) {
     if (i > 300) {
       await gateway.stop();
       throw new Error('the gateway did not become ready');

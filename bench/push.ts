@@ -141,11 +141,22 @@ export async function runPushScenario(url: string, databaseUrl: string, connecti
     );
     process.stdout.write(`${rows.join('\n')}\n`);
     process.stdout.write(
-      `\nMedian over the rounds, creates/s against no trigger: trigger without endpoint ${percentile(ratios.map((r) => r.none), 50).toFixed(2)}×, ` +
-        `with one endpoint ${percentile(ratios.map((r) => r.one), 50).toFixed(2)}×; one endpoint against the trigger without endpoint ` +
-        `${percentile(ratios.map((r) => r.oneToNone), 50).toFixed(2)}× (rounds: ${ratios.map((r) => r.oneToNone.toFixed(2)).join(', ')})\n`,
+      `\nMedian over the rounds, creates/s against no trigger: trigger without endpoint ${percentile(
+        ratios.map((r) => r.none),
+        50,
+      ).toFixed(2)}×, ` +
+        `with one endpoint ${percentile(
+          ratios.map((r) => r.one),
+          50,
+        ).toFixed(2)}×; one endpoint against the trigger without endpoint ` +
+        `${percentile(
+          ratios.map((r) => r.oneToNone),
+          50,
+        ).toFixed(2)}× (rounds: ${ratios.map((r) => r.oneToNone.toFixed(2)).join(', ')})\n`,
     );
-    process.stdout.write(`\nIdle gateway, ${IDLE_SAMPLES} creates one at a time: first attempt p50 ${percentile(idle, 50).toFixed(1)} ms, p99 ${percentile(idle, 99).toFixed(1)} ms after the create's answer\n`);
+    process.stdout.write(
+      `\nIdle gateway, ${IDLE_SAMPLES} creates one at a time: first attempt p50 ${percentile(idle, 50).toFixed(1)} ms, p99 ${percentile(idle, 99).toFixed(1)} ms after the create's answer\n`,
+    );
   } finally {
     await setTrigger(true);
     await db.end();

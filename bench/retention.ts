@@ -85,17 +85,22 @@ async function main(): Promise<void> {
     }
     await c.query(`UPDATE outbound_deliveries d SET created_at = e.created_at, status = 'succeeded', attempts = 1, last_attempt_at = e.created_at, next_attempt_at = NULL
                      FROM document_events e WHERE e.id = d.event_id`);
-    await c.query(`INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms, response_status) SELECT id, created_at, 40, 204 FROM outbound_deliveries`);
+    await c.query(
+      `INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms, response_status) SELECT id, created_at, 40, 204 FROM outbound_deliveries`,
+    );
     await c.query('VACUUM ANALYZE documents, document_events, outbound_deliveries, outbound_delivery_attempts');
     await c.query('CHECKPOINT');
   });
   // VACUUM is measured on its own below (autovacuum does the same work, throttled by its cost delay).
-  for (const table of ['document_events', 'outbound_deliveries', 'outbound_delivery_attempts']) await c.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+  for (const table of ['document_events', 'outbound_deliveries', 'outbound_delivery_attempts'])
+    await c.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
   await sizes('loaded');
 
   // 2. Partitions by time: the same rows (before the purge changes them), ten partitions of 10 days.
   await c.query('DROP TABLE IF EXISTS bench_events_partitioned');
-  await c.query(`CREATE TABLE bench_events_partitioned (LIKE document_events INCLUDING DEFAULTS, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at)`);
+  await c.query(
+    `CREATE TABLE bench_events_partitioned (LIKE document_events INCLUDING DEFAULTS, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at)`,
+  );
   const start = (await one<{ start: Date }>(`SELECT date_trunc('day', now() - make_interval(days => $1)) AS start`, [DAYS])).start;
   for (let p = 0; p < 10; p++) {
     await c.query(
@@ -131,9 +136,13 @@ async function main(): Promise<void> {
   const explained = plan.rows[0]['QUERY PLAN'][0];
   console.log(
     `one batch under EXPLAIN ANALYZE: ${explained['Execution Time'].toFixed(0)} ms, WAL ${mb(explained.Plan['WAL Bytes'] ?? 0)}; ` +
-      (explained.Triggers ?? []).map((t: { 'Trigger Name': string; Time: number; Calls: number }) => `${t['Trigger Name']} ${t.Time.toFixed(0)} ms for ${t.Calls} rows`).join(', '),
+      (explained.Triggers ?? [])
+        .map((t: { 'Trigger Name': string; Time: number; Calls: number }) => `${t['Trigger Name']} ${t.Time.toFixed(0)} ms for ${t.Calls} rows`)
+        .join(', '),
   );
-  const db = await new DataSource(buildDataSourceOptions(URL, { poolSize: 2, lifetimeSeconds: 3600, timeouts: { statementMs: 60000, lockMs: 2000 } })).initialize();
+  const db = await new DataSource(
+    buildDataSourceOptions(URL, { poolSize: 2, lifetimeSeconds: 3600, timeouts: { statementMs: 60000, lockMs: 2000 } }),
+  ).initialize();
   const events = new DocumentEventsRepository(db.getRepository(DocumentEventEntity));
   const locks = new RetentionRepository();
   const batchMs: number[] = [];
@@ -167,7 +176,8 @@ async function main(): Promise<void> {
   }
   await sizes('after VACUUM');
 
-  for (const table of ['document_events', 'outbound_deliveries', 'outbound_delivery_attempts']) await c.query(`ALTER TABLE ${table} RESET (autovacuum_enabled)`);
+  for (const table of ['document_events', 'outbound_deliveries', 'outbound_delivery_attempts'])
+    await c.query(`ALTER TABLE ${table} RESET (autovacuum_enabled)`);
   await c.query('TRUNCATE document_events, outbound_deliveries, outbound_delivery_attempts, webhook_endpoints, documents CASCADE');
   await c.end();
 }

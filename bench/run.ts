@@ -62,7 +62,9 @@ async function runScenarios(url: string, databaseUrl: string): Promise<void> {
       name: 'POST /api/v1/documents (new)',
       options: {
         url: `${url}/api/v1/documents`,
-        requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, headers: { ...apiHeaders, 'x-idempotency-key': randomUUID() }, body: documentJson(source) }) }],
+        requests: [
+          { method: 'POST', setupRequest: (req) => ({ ...req, headers: { ...apiHeaders, 'x-idempotency-key': randomUUID() }, body: documentJson(source) }) },
+        ],
       },
     },
     {
@@ -97,7 +99,11 @@ async function runScenarios(url: string, databaseUrl: string): Promise<void> {
               return {
                 ...req,
                 body,
-                headers: { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(BENCH_WEBHOOK_SECRET, timestamp, body) },
+                headers: {
+                  'content-type': 'application/json',
+                  'x-provider-timestamp': timestamp,
+                  'x-provider-signature': signWebhook(BENCH_WEBHOOK_SECRET, timestamp, body),
+                },
               };
             },
           },

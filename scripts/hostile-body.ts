@@ -79,7 +79,14 @@ async function main(): Promise<void> {
   });
   const url = `http://127.0.0.1:${port}`;
   try {
-    for (let i = 0; !(await fetch(`${url}/health/ready`).then((r) => r.ok, () => false)); i++) {
+    for (
+      let i = 0;
+      !(await fetch(`${url}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      i++
+    ) {
       if (i > 300) throw new Error('the gateway did not become ready');
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -100,7 +107,11 @@ async function main(): Promise<void> {
       for (let round = 0; round < ROUNDS; round++) results.push(await probe(url, issued.key, build()));
       const worst = (pick: (r: Probe) => number) => Math.max(...results.map(pick)).toFixed(1);
       // Statuses and sizes of the liveness-only reference are shown as '–'.
-      const median = (pick: (r: Probe) => number) => results.map(pick).sort((a, b) => a - b)[Math.floor(results.length / 2)].toFixed(1);
+      const median = (pick: (r: Probe) => number) =>
+        results
+          .map(pick)
+          .sort((a, b) => a - b)
+          [Math.floor(results.length / 2)].toFixed(1);
       rows.push(
         `| ${name} | ${[...new Set(results.map((r) => r.status || '–'))].join(',')} | ${median((r) => r.ms)} | ${worst((r) => r.ms)} | ${worst((r) => r.bytes)} | ${worst((r) => r.liveWorstMs)} |`,
       );

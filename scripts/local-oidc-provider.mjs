@@ -17,7 +17,13 @@ function trial(gatewayUrl = 'http://localhost:3000') {
   const callbacks = [new URL('/admin/auth/callback', gateway).href];
   // The console is as often opened at 127.0.0.1 as at localhost: both are let back in.
   if (gateway.hostname === 'localhost') callbacks.push(new URL('/admin/auth/callback', `${gateway.protocol}//127.0.0.1:${gateway.port || 80}`).href);
-  return { port: process.env.SSO_LOCAL_PORT ?? '4400', clientId: 'tax-document-gateway', clientSecret: randomBytes(24).toString('base64url'), redirectUris: callbacks.join(','), gateway: gateway.origin };
+  return {
+    port: process.env.SSO_LOCAL_PORT ?? '4400',
+    clientId: 'tax-document-gateway',
+    clientSecret: randomBytes(24).toString('base64url'),
+    redirectUris: callbacks.join(','),
+    gateway: gateway.origin,
+  };
 }
 
 const argv = process.argv.slice(2);

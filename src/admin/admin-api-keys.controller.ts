@@ -8,7 +8,11 @@ import { AdminApiKeysService } from './admin-api-keys.service.js';
 import { AdminAuthGuard } from './admin-auth.guard.js';
 import { ApiKeyListDto, ApiKeyResponseDto, CreateApiKeyDto, IssuedApiKeyResponseDto, ListApiKeysQueryDto, RotateApiKeyDto } from './dto/api-key.dto.js';
 
-const KEY_ID = ApiParam({ name: 'id', description: "The key's id; an unknown id (or one that is not a UUID) is a 404", example: '7c9e6679-7425-40de-944b-e07fc1f90ae7' });
+const KEY_ID = ApiParam({
+  name: 'id',
+  description: "The key's id; an unknown id (or one that is not a UUID) is a 404",
+  example: '7c9e6679-7425-40de-944b-e07fc1f90ae7',
+});
 const KEY_LINKS = {
   getApiKey: { operationId: 'getApiKey', parameters: { id: '$response.body#/id' }, description: 'Read the key' },
   revokeApiKey: { operationId: 'revokeApiKey', parameters: { id: '$response.body#/id' }, description: 'Revoke the key' },
@@ -30,7 +34,8 @@ export class AdminApiKeysController {
   @ApiOperation({
     operationId: 'createApiKey',
     summary: 'Issue an API key',
-    description: 'Issues a key bound to `source`. The key itself is in this response only: it is stored as a hash and never shown again. Needs no idempotency key.',
+    description:
+      'Issues a key bound to `source`. The key itself is in this response only: it is stored as a hash and never shown again. Needs no idempotency key.',
   })
   @ApiCreatedResponse({ type: IssuedApiKeyResponseDto, links: KEY_LINKS })
   @ApiProblems('VALIDATION_ERROR')
@@ -39,7 +44,11 @@ export class AdminApiKeysController {
   }
 
   @Get()
-  @ApiOperation({ operationId: 'listApiKeys', summary: 'List API keys', description: 'Every key, or those of one source, newest first; never the key or its hash.' })
+  @ApiOperation({
+    operationId: 'listApiKeys',
+    summary: 'List API keys',
+    description: 'Every key, or those of one source, newest first; never the key or its hash.',
+  })
   @ApiOkResponse({ type: ApiKeyListDto })
   @ApiProblems('VALIDATION_ERROR')
   list(@Query() query: ListApiKeysQueryDto): Promise<ApiKeyListDto> {
@@ -47,7 +56,11 @@ export class AdminApiKeysController {
   }
 
   @Get(':id')
-  @ApiOperation({ operationId: 'getApiKey', summary: 'Read an API key', description: 'The key object, with its status and when it was last used; never the key or its hash.' })
+  @ApiOperation({
+    operationId: 'getApiKey',
+    summary: 'Read an API key',
+    description: 'The key object, with its status and when it was last used; never the key or its hash.',
+  })
   @KEY_ID
   @ApiOkResponse({ type: ApiKeyResponseDto })
   @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')

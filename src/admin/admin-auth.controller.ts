@@ -53,9 +53,7 @@ export class AdminAuthController {
     const secure = isSecure(this.appConfig.PUBLIC_URL, request);
     const cookies = [loginCookie('', secure, 0)];
     if (outcome.kind === 'signed_in') cookies.push(sessionCookie(outcome.sessionToken, outcome.maxAgeSeconds, secure));
-    await reply
-      .header('Set-Cookie', cookies)
-      .redirect(outcome.kind === 'signed_in' ? '/admin' : '/admin?signin=refused', 302);
+    await reply.header('Set-Cookie', cookies).redirect(outcome.kind === 'signed_in' ? '/admin' : '/admin?signin=refused', 302);
   }
 
   @Post('logout')
@@ -70,7 +68,11 @@ export class AdminAuthController {
   })
   @ApiNoContentResponse({ description: 'Signed out' })
   @ApiProblems('UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE')
-  async logout(@AdminContext() principal: AdminPrincipal & AuditContext, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<void> {
+  async logout(
+    @AdminContext() principal: AdminPrincipal & AuditContext,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<void> {
     if (!principal.session) return;
     await this.sso.signOut(principal, principal.session.id);
     reply.header('Set-Cookie', sessionCookie('', 0, isSecure(this.appConfig.PUBLIC_URL, request)));

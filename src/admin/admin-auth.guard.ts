@@ -15,7 +15,8 @@ import { AdminsRepository } from './admins.repository.js';
 import { cookieValue, publicOrigin, publicUrlWarning, SESSION_COOKIE } from './admin-session.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
-const UNAUTHORIZED_DETAIL = 'A valid admin credential is required: Authorization: Bearer <token> (a personal adm_tax_… token or ADMIN_TOKEN), or a console session';
+const UNAUTHORIZED_DETAIL =
+  'A valid admin credential is required: Authorization: Bearer <token> (a personal adm_tax_… token or ADMIN_TOKEN), or a console session';
 
 /**
  * Every /admin REST call: who it is (the break-glass ADMIN_TOKEN, a personal `adm_tax_` token, or a console

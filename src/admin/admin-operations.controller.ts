@@ -79,7 +79,11 @@ export class AdminOperationsController {
   }
 
   @Get('webhook-endpoints')
-  @ApiOperation({ operationId: 'listAllWebhookEndpoints', summary: 'List client webhook endpoints', description: "Every source's endpoints, or those of one source, newest first; never a secret." })
+  @ApiOperation({
+    operationId: 'listAllWebhookEndpoints',
+    summary: 'List client webhook endpoints',
+    description: "Every source's endpoints, or those of one source, newest first; never a secret.",
+  })
   @ApiOkResponse({ type: AdminWebhookEndpointPageDto })
   listEndpoints(@Query() query: AdminEndpointsQueryDto): Promise<AdminWebhookEndpointPageDto> {
     return this.endpoints.pageForAdmin({ source: query.source, cursor: query.cursor }, query.limit ?? 50);
@@ -141,7 +145,11 @@ export class AdminOperationsController {
   }
 
   @Get('documents/:id')
-  @ApiOperation({ operationId: 'getAnyDocument', summary: 'Read a document with its events and deliveries', description: "Any source's document, its feed events and their push deliveries." })
+  @ApiOperation({
+    operationId: 'getAnyDocument',
+    summary: 'Read a document with its events and deliveries',
+    description: "Any source's document, its feed events and their push deliveries.",
+  })
   @ApiParam({ name: 'id', format: 'uuid', description: "The document's id" })
   @ApiOkResponse({ type: AdminDocumentDetailDto })
   @ApiProblems('NOT_FOUND')
@@ -150,7 +158,11 @@ export class AdminOperationsController {
   }
 
   @Get('stats/outbound-deliveries')
-  @ApiOperation({ operationId: 'getDeliveryStats', summary: 'Push attempts per minute', description: 'Attempts of every source by outcome, per bucket, over the last hours.' })
+  @ApiOperation({
+    operationId: 'getDeliveryStats',
+    summary: 'Push attempts per minute',
+    description: 'Attempts of every source by outcome, per bucket, over the last hours.',
+  })
   @ApiOkResponse({ type: DeliveryStatsDto })
   async deliveryStats(@Query() query: StatsQueryDto): Promise<DeliveryStatsDto> {
     const minutes = bucketMinutes(query.hours ?? 3);
@@ -158,7 +170,11 @@ export class AdminOperationsController {
   }
 
   @Get('stats/webhook-events')
-  @ApiOperation({ operationId: 'getBankEventStats', summary: 'Bank webhook outcomes over time', description: 'Accepted bank webhook deliveries by outcome, per bucket, over the last hours.' })
+  @ApiOperation({
+    operationId: 'getBankEventStats',
+    summary: 'Bank webhook outcomes over time',
+    description: 'Accepted bank webhook deliveries by outcome, per bucket, over the last hours.',
+  })
   @ApiOkResponse({ type: BankEventStatsDto })
   async bankEventStats(@Query() query: StatsQueryDto): Promise<BankEventStatsDto> {
     const minutes = bucketMinutes(query.hours ?? 3);

@@ -52,7 +52,11 @@ export class AdminOperationsService {
   retryDelivery(context: AuditContext, id: string): Promise<AdminDeliveryDto> {
     return this.transactions.managed(async (tx) => {
       const delivery = await this.deliveries.retryForAdmin(tx, id);
-      await this.audit.record(tx, context, { action: 'outbound_delivery.retried', target: { type: 'outbound_delivery', id: delivery.id }, source: delivery.source });
+      await this.audit.record(tx, context, {
+        action: 'outbound_delivery.retried',
+        target: { type: 'outbound_delivery', id: delivery.id },
+        source: delivery.source,
+      });
       return delivery;
     });
   }

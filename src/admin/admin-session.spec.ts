@@ -31,7 +31,9 @@ describe('console session cookies', () => {
 
 describe('publicUrlWarning', () => {
   it.each(['0.0.0.0', '::', '10.0.0.7', 'gateway.internal'])('warns when PUBLIC_URL is unset and the gateway listens on %s', (HOST) => {
-    expect(publicUrlWarning({ HOST })).toMatch(new RegExp(`^PUBLIC_URL is not set and the gateway listens on ${HOST.replace(/\./g, '\\.')}: .*Host header.*required behind a proxy`));
+    expect(publicUrlWarning({ HOST })).toMatch(
+      new RegExp(`^PUBLIC_URL is not set and the gateway listens on ${HOST.replace(/\./g, '\\.')}: .*Host header.*required behind a proxy`),
+    );
   });
 
   it.each(['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost'])('says nothing on the loopback address %s', (HOST) => {

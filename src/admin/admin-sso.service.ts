@@ -55,7 +55,9 @@ export class AdminSsoService {
     // Anyone may start a sign-in, and each start is a row: an address gets only so many under way at once.
     const start = await this.admins.insertLogin({ state, nonce, codeVerifier, remoteAddress }, MAX_SIGN_INS_UNDER_WAY);
     if (!start.started) {
-      throw new AppError('RATE_LIMITED', 'Too many sign-ins started from this address; finish one or try again later', undefined, { 'Retry-After': String(start.secondsLeft) });
+      throw new AppError('RATE_LIMITED', 'Too many sign-ins started from this address; finish one or try again later', undefined, {
+        'Retry-After': String(start.secondsLeft),
+      });
     }
     const url = lib.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri,
@@ -108,10 +110,14 @@ export class AdminSsoService {
         csrfToken: randomBytes(32).toString('base64url'),
         maxSeconds: maxAgeSeconds,
       });
-      await this.audit.record(tx, { ...context, actor: { type: 'session', adminId: admin.id, email: admin.email } }, {
-        action: 'admin.signed_in',
-        target: { type: 'admin_session', id: sessionId },
-      });
+      await this.audit.record(
+        tx,
+        { ...context, actor: { type: 'session', adminId: admin.id, email: admin.email } },
+        {
+          action: 'admin.signed_in',
+          target: { type: 'admin_session', id: sessionId },
+        },
+      );
     });
     return { kind: 'signed_in', sessionToken, maxAgeSeconds };
   }

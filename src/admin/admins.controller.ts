@@ -38,7 +38,12 @@ export class AdminsController {
   ) {}
 
   @Get('me')
-  @ApiOperation({ operationId: 'getAdminMe', summary: 'Who am I', description: 'The caller as the audit log names it, and its role. A console session also gets the CSRF token its writes send; a session or an expiring token, the latest expiry a token it issues may have.' })
+  @ApiOperation({
+    operationId: 'getAdminMe',
+    summary: 'Who am I',
+    description:
+      'The caller as the audit log names it, and its role. A console session also gets the CSRF token its writes send; a session or an expiring token, the latest expiry a token it issues may have.',
+  })
   @ApiOkResponse({ type: MeDto })
   me(@AdminContext() principal: AdminPrincipal): MeDto {
     const tokensExpireBy = principal.sessionTokenCeiling ?? principal.tokenExpiresAt;
@@ -51,7 +56,11 @@ export class AdminsController {
   }
 
   @Post('admins')
-  @ApiOperation({ operationId: 'createAdmin', summary: 'Create an administrator', description: 'An account with a role; its owner then signs in by SSO (the email must match) or gets a personal token. Audited.' })
+  @ApiOperation({
+    operationId: 'createAdmin',
+    summary: 'Create an administrator',
+    description: 'An account with a role; its owner then signs in by SSO (the email must match) or gets a personal token. Audited.',
+  })
   @ApiCreatedResponse({ type: AdminDto })
   @ApiProblems('DUPLICATE_ADMIN', 'VALIDATION_ERROR')
   create(@AdminContext() context: AuditContext, @Body() body: CreateAdminDto) {
@@ -79,7 +88,7 @@ export class AdminsController {
   @ApiOperation({
     operationId: 'updateAdmin',
     summary: 'Change an administrator',
-    description: 'Role, name, or `disabled`: a disabled admin\'s tokens and console sessions stop on the very next request, on every instance. Audited.',
+    description: "Role, name, or `disabled`: a disabled admin's tokens and console sessions stop on the very next request, on every instance. Audited.",
   })
   @ADMIN_ID
   @ApiOkResponse({ type: AdminDto })
@@ -119,7 +128,8 @@ export class AdminsController {
   @ApiOperation({
     operationId: 'revokeAdminToken',
     summary: 'Revoke a personal token',
-    description: 'By an `admin`, or by the token\'s owner. Takes effect on the very next request, on every instance; revoking twice keeps the first `revokedAt`. Audited.',
+    description:
+      "By an `admin`, or by the token's owner. Takes effect on the very next request, on every instance; revoking twice keeps the first `revokedAt`. Audited.",
   })
   @ApiParam({ name: 'tokenId', format: 'uuid', description: "The token's id" })
   @ApiOkResponse({ type: AdminTokenDto })

@@ -162,7 +162,10 @@ export class AdminsRepository {
    * started, with the seconds until a place frees. The address's lock makes the count and the insert one
    * step for concurrent starts.
    */
-  async insertLogin(login: Pick<AdminOidcLoginEntity, 'state' | 'nonce' | 'codeVerifier'> & { remoteAddress: string }, maxLive: number): Promise<{ started: true } | { started: false; secondsLeft: number }> {
+  async insertLogin(
+    login: Pick<AdminOidcLoginEntity, 'state' | 'nonce' | 'codeVerifier'> & { remoteAddress: string },
+    maxLive: number,
+  ): Promise<{ started: true } | { started: false; secondsLeft: number }> {
     return this.transactions.managed(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(${SIGN_IN_LOCK_NAMESPACE}, hashtext($1))`, [login.remoteAddress]);
       const live = { remoteAddress: login.remoteAddress, expiresAt: Raw((at) => `${at} > now()`) };

@@ -94,7 +94,11 @@ export class AdminsService {
   }
 
   /** An `admin` issues a token for anyone; anybody else only for themself. The token is in this answer only. */
-  issueToken(principal: AdminPrincipal & AuditContext, adminId: string, input: { name?: string; expiresAt?: string }): Promise<AdminTokenView & { token: string }> {
+  issueToken(
+    principal: AdminPrincipal & AuditContext,
+    adminId: string,
+    input: { name?: string; expiresAt?: string },
+  ): Promise<AdminTokenView & { token: string }> {
     this.mayManageTokensOf(principal, adminId);
     const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
     if (expiresAt && expiresAt <= new Date()) throw AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]);
@@ -106,13 +110,21 @@ export class AdminsService {
     const ceiling = principal.sessionTokenCeiling;
     if (ceiling && (!expiresAt || expiresAt > ceiling)) {
       // A session lasts hours: what it makes must not outlive it for good (README, "Administration").
-      throw AppError.validation([{ field: 'expiresAt', message: `is required in a console session, at most ${ceiling.toISOString()} (ADMIN_TOKEN_MAX_TTL from now)` }]);
+      throw AppError.validation([
+        { field: 'expiresAt', message: `is required in a console session, at most ${ceiling.toISOString()} (ADMIN_TOKEN_MAX_TTL from now)` },
+      ]);
     }
     return this.transactions.managed(async (tx) => {
       const admin = await this.find(adminId, tx);
       if (admin.disabledAt) throw new AppError('INVALID_STATE_TRANSITION', 'A disabled administrator gets no new token');
       const token = generateOpaqueToken(ADMIN_TOKEN_PREFIX);
-      const row = await this.admins.insertToken(tx, { adminId, name: input.name ?? null, tokenHash: hashOpaqueToken(token), ...displayParts(token), expiresAt });
+      const row = await this.admins.insertToken(tx, {
+        adminId,
+        name: input.name ?? null,
+        tokenHash: hashOpaqueToken(token),
+        ...displayParts(token),
+        expiresAt,
+      });
       await this.audit.record(tx, principal, { action: 'admin_token.created', target: { type: 'admin_token', id: row.id } });
       return { ...toTokenView(row), token };
     });

@@ -57,7 +57,10 @@ export class AuditLogService {
   }
 
   /** Newest first; `cursor` the nextCursor of the page before. */
-  async page(filter: { cursor?: string; action?: AuditAction; adminId?: string }, limit: number): Promise<{ data: AuditEntryView[]; nextCursor: string | null }> {
+  async page(
+    filter: { cursor?: string; action?: AuditAction; adminId?: string },
+    limit: number,
+  ): Promise<{ data: AuditEntryView[]; nextCursor: string | null }> {
     const before = filter.cursor ? decodeCursor('a', filter.cursor, 'cursor') : undefined;
     const rows = await this.entries.page({ before, action: filter.action, adminId: filter.adminId }, limit + 1);
     const page = pageOf(rows, limit, (last) => encodeCursor('a', last.id));

@@ -17,12 +17,18 @@ describe('API key format', () => {
     for (const n of counts.values()) expect(Math.abs(n - expected) / expected).toBeLessThan(0.25);
   });
 
-  it.each([undefined, 123, '', 'sk_tax_', 'sk_live_' + 'a'.repeat(40), 'sk_tax_' + 'a'.repeat(31), 'sk_tax_' + 'a'.repeat(35) + '!', ' sk_tax_' + 'a'.repeat(40)])(
-    'rejects the malformed %p before any lookup',
-    (value) => {
-      expect(isWellFormedApiKey(value)).toBe(false);
-    },
-  );
+  it.each([
+    undefined,
+    123,
+    '',
+    'sk_tax_',
+    'sk_live_' + 'a'.repeat(40),
+    'sk_tax_' + 'a'.repeat(31),
+    'sk_tax_' + 'a'.repeat(35) + '!',
+    ' sk_tax_' + 'a'.repeat(40),
+  ])('rejects the malformed %p before any lookup', (value) => {
+    expect(isWellFormedApiKey(value)).toBe(false);
+  });
 
   it('hashes with SHA-256 to 64 hex characters', () => {
     // The FIPS 180-2 test vector for "abc".

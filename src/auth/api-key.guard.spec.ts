@@ -43,7 +43,10 @@ describe('ApiKeyGuard', () => {
 
   it('attaches the authenticated key to the request', async () => {
     authenticate.mockResolvedValue(KEY);
-    const request: { apiKey?: AuthenticatedKey; routeOptions: object; headers: object } = { routeOptions: { url: '/api/v1/documents/:id' }, headers: { 'x-api-key': 'k' } };
+    const request: { apiKey?: AuthenticatedKey; routeOptions: object; headers: object } = {
+      routeOptions: { url: '/api/v1/documents/:id' },
+      headers: { 'x-api-key': 'k' },
+    };
     await expect(guard.canActivate(contextFor(request))).resolves.toBe(true);
     expect(request.apiKey).toEqual(KEY);
   });
@@ -60,7 +63,13 @@ describe('RateLimitGuard', () => {
 
   it('counts only authenticated requests, tells each its budget, and refuses past the limit with RATE_LIMITED and Retry-After', async () => {
     const moduleRef = await Test.createTestingModule({
-      providers: [RateLimitGuard, KeyRateLimiter, MetricsService, { provide: AppConfig, useValue: config }, { provide: PoolStatistics, useValue: new PoolStatistics(0) }],
+      providers: [
+        RateLimitGuard,
+        KeyRateLimiter,
+        MetricsService,
+        { provide: AppConfig, useValue: config },
+        { provide: PoolStatistics, useValue: new PoolStatistics(0) },
+      ],
     }).compile();
     const guard = moduleRef.get(RateLimitGuard);
     try {

@@ -53,7 +53,13 @@ export class ApiKeysService {
   /** `tx`: the transaction the key is issued in, with its audit entry. */
   async issue(tx: EntityManager, input: { source: string; name?: string | null; expiresAt?: Date | null }): Promise<IssuedApiKey> {
     const key = generateApiKey();
-    const row = await this.keys.insert(tx, { source: input.source, name: input.name ?? null, expiresAt: input.expiresAt ?? null, keyHash: hashApiKey(key), ...displayParts(key) });
+    const row = await this.keys.insert(tx, {
+      source: input.source,
+      name: input.name ?? null,
+      expiresAt: input.expiresAt ?? null,
+      keyHash: hashApiKey(key),
+      ...displayParts(key),
+    });
     return { row, key };
   }
 

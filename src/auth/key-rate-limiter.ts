@@ -84,7 +84,10 @@ export class KeyRateLimiter implements OnApplicationShutdown {
     this.sharedUp = false;
     this.logger.warn(describeFailure(error), "The shared rate-limit store does not answer; counting with this instance's own counters until it does");
     this.probe = setInterval(() => {
-      this.shared!.ping().then(() => this.storeUp(), () => undefined);
+      this.shared!.ping().then(
+        () => this.storeUp(),
+        () => undefined,
+      );
     }, PROBE_INTERVAL_MS);
     this.probe.unref();
   }

@@ -54,7 +54,12 @@ export class CliModule {
         ConfigModule.forRoot(config),
         // A small pool without the request bounds: a command's statements may rightly wait longer. The
         // schema was brought up to date before (openOperatorDatabase).
-        DatabaseModule.forRoot({ config, url: databaseUrl, pool: { poolSize: 2, lifetimeSeconds: 60, applicationName: 'tax-document-gateway-cli' }, migrate: false }),
+        DatabaseModule.forRoot({
+          config,
+          url: databaseUrl,
+          pool: { poolSize: 2, lifetimeSeconds: 60, applicationName: 'tax-document-gateway-cli' },
+          migrate: false,
+        }),
         TypeOrmModule.forFeature([
           ApiKeyEntity,
           AdminEntity,

@@ -23,11 +23,19 @@ const total = (clusters: RootCluster[]) => output.size(clusters.reduce((sum, c) 
 function namedCluster(clusters: RootCluster[], named: string, dir: string): RootCluster {
   const dataDir = resolve(named);
   const cluster = clusters.find((c) => c.id === named || c.dataDirs?.includes(dataDir) || c.id === clusterIdOf(dataDir));
-  if (!cluster) throw new AppError('NOT_FOUND', `No cluster in ${output.printable(dir)} has the id ${output.printable(named)} or belongs to the DATA_DIR ${output.printable(dataDir)}`);
+  if (!cluster)
+    throw new AppError(
+      'NOT_FOUND',
+      `No cluster in ${output.printable(dir)} has the id ${output.printable(named)} or belongs to the DATA_DIR ${output.printable(dataDir)}`,
+    );
   if (cluster.state === 'linked') {
-    throw new AppError('INVALID_STATE_TRANSITION', `Cluster ${cluster.id} is in use: ${cluster.linkedFrom.map(output.printable).join(', ')} links to it. Delete that DATA_DIR first if it is not wanted`);
+    throw new AppError(
+      'INVALID_STATE_TRANSITION',
+      `Cluster ${cluster.id} is in use: ${cluster.linkedFrom.map(output.printable).join(', ')} links to it. Delete that DATA_DIR first if it is not wanted`,
+    );
   }
-  if (cluster.state === 'running') throw new AppError('INVALID_STATE_TRANSITION', `Cluster ${cluster.id} is in use: its postmaster runs (pid ${cluster.postmasterPid})`);
+  if (cluster.state === 'running')
+    throw new AppError('INVALID_STATE_TRANSITION', `Cluster ${cluster.id} is in use: its postmaster runs (pid ${cluster.postmasterPid})`);
   return cluster;
 }
 
@@ -51,10 +59,15 @@ export async function runClusterCommand(command: ClusterCommand, { json, io, ask
 
   // Before anything is looked at: a script without --yes fails the same way whether or not there is something to remove.
   if (!command.yes && (json || !ask)) {
-    throw new UsageError('clusters prune asks before it removes anything, and there is no terminal to ask in: add --yes', [], "Run 'tdg clusters prune --help' for usage.");
+    throw new UsageError(
+      'clusters prune asks before it removes anything, and there is no terminal to ask in: add --yes',
+      [],
+      "Run 'tdg clusters prune --help' for usage.",
+    );
   }
   const clusters = await listRootClusters(command.dir);
-  const candidates = command.cluster === undefined ? clusters.filter((c) => mayRemove(c.state, command)) : [namedCluster(clusters, command.cluster, command.dir)];
+  const candidates =
+    command.cluster === undefined ? clusters.filter((c) => mayRemove(c.state, command)) : [namedCluster(clusters, command.cluster, command.dir)];
   const options = { unrecorded: command.unrecorded || command.cluster !== undefined };
   if (candidates.length === 0) {
     io.out(json ? `${JSON.stringify({ removed: [], kept: [] }, null, 2)}\n` : `Nothing to remove in ${output.printable(command.dir)}.\n`);

@@ -42,6 +42,10 @@ describe('execute: lists', () => {
     const outcome = await execute({ name: 'endpoints list', paging: { limit: 2, all: true } }, services);
     expect(outcome.body).toEqual({ data: ['a', 'b', 'c', 'd', 'e'].map(endpoint), nextCursor: null });
     expect(outcome.hint).toBeUndefined();
-    expect(calls).toEqual([[undefined, 2], ['2', 2], ['4', 2]]);
+    expect(calls).toEqual([
+      [undefined, 2],
+      ['2', 2],
+      ['4', 2],
+    ]);
   });
 });

@@ -38,8 +38,7 @@ export type CliCommand =
  * `cluster`: remove only this one, named by its id or by a DATA_DIR it belongs to.
  */
 export type ClusterCommand =
-  | { name: 'clusters list'; dir: string }
-  | { name: 'clusters prune'; dir: string; yes: boolean; unrecorded: boolean; cluster?: string };
+  { name: 'clusters list'; dir: string } | { name: 'clusters prune'; dir: string; yes: boolean; unrecorded: boolean; cluster?: string };
 
 export const isClusterCommand = (command: CliCommand | ClusterCommand): command is ClusterCommand => command.name.startsWith('clusters ');
 

@@ -35,8 +35,12 @@ describe('exit codes', () => {
       detail: 'The database could not be reached (ECONNREFUSED); check DATABASE_URL, the PG* variables or DATA_DIR',
     });
     expect(exitOf(new DatabaseUnavailable('unreachable', refused))).toBe(EXIT.DATABASE);
-    expect(classify(new DatabaseUnavailable('statement_timeout', {})).detail).toBe('The database stopped a statement that ran past its time limit; nothing was saved, try again shortly');
-    expect(classify(new DatabaseUnavailable('no_answer', {})).detail).toBe('The database did not answer in time; the change may have been made; look before trying again');
+    expect(classify(new DatabaseUnavailable('statement_timeout', {})).detail).toBe(
+      'The database stopped a statement that ran past its time limit; nothing was saved, try again shortly',
+    );
+    expect(classify(new DatabaseUnavailable('no_answer', {})).detail).toBe(
+      'The database did not answer in time; the change may have been made; look before trying again',
+    );
     expect(exitOf(new OperatorError('schema behind'))).toBe(EXIT.DATABASE);
     expect(exitOf(new EmbeddedPostgresError('There is no embedded database in DATA_DIR /x'))).toBe(EXIT.DATABASE);
   });
@@ -55,9 +59,18 @@ describe('exit codes', () => {
     expect(flagOf('expiresAt')).toBe('--expires-at');
     expect(flagOf('gracePeriodSeconds')).toBe('--grace-period-seconds');
     const future = classify(AppError.validation([{ field: 'expiresAt', message: 'must be in the future' }]));
-    expect(future).toEqual({ code: 'VALIDATION_ERROR', detail: 'The request is not valid', errors: [{ field: '--expires-at', message: 'must be in the future' }] });
+    expect(future).toEqual({
+      code: 'VALIDATION_ERROR',
+      detail: 'The request is not valid',
+      errors: [{ field: '--expires-at', message: 'must be in the future' }],
+    });
     expect(messageOf(future)).toBe('error: --expires-at must be in the future');
-    const usage = classify(new UsageError('bad', [{ field: '--source', message: 'is wrong' }, { field: '--name', message: 'too' }]));
+    const usage = classify(
+      new UsageError('bad', [
+        { field: '--source', message: 'is wrong' },
+        { field: '--name', message: 'too' },
+      ]),
+    );
     expect(messageOf(usage)).toBe('error: --source is wrong; --name too');
     expect(exitCodeOf(usage)).toBe(EXIT.USAGE);
   });

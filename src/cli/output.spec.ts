@@ -18,7 +18,15 @@ const secret = 'sk_tax_abcde0123456789012345678901234567890WXYZ';
 
 describe('human output', () => {
   it('aligns table columns and trims the line ends', () => {
-    expect(table(['A', 'LONGER'], [['xx', ''], ['y', 'z']])).toBe('A   LONGER\nxx\ny   z\n');
+    expect(
+      table(
+        ['A', 'LONGER'],
+        [
+          ['xx', ''],
+          ['y', 'z'],
+        ],
+      ),
+    ).toBe('A   LONGER\nxx\ny   z\n');
   });
 
   it('lists keys with prefix…last4, to the second, never more of the key', () => {
@@ -41,9 +49,22 @@ describe('human output', () => {
     expect(issued).toMatch(/^Issued an API key for source acme-erp\.\n\n {2}id {7}7c9e6679-/);
     expect(issued).toContain(`\n  ${secret}\n`);
     expect(issued).toContain('This key is shown now and never again');
-    expect(rotatedKey('old-id', { ...key, key: secret }, 300)).toMatch(/^Rotated API key old-id \(source acme-erp\)\. The old key keeps working for 300 s more/);
+    expect(rotatedKey('old-id', { ...key, key: secret }, 300)).toMatch(
+      /^Rotated API key old-id \(source acme-erp\)\. The old key keeps working for 300 s more/,
+    );
     expect(rotatedKey('old-id', { ...key, key: secret }, 0)).toContain('The old key has stopped working.');
-    const token = issuedToken({ id: 't1', adminId: 'a1', name: null, prefix: 'adm_tax_abcd', last4: 'WXYZ', createdAt: key.createdAt, expiresAt: null, revokedAt: null, lastUsedAt: null, token: 'adm_tax_secret' });
+    const token = issuedToken({
+      id: 't1',
+      adminId: 'a1',
+      name: null,
+      prefix: 'adm_tax_abcd',
+      last4: 'WXYZ',
+      createdAt: key.createdAt,
+      expiresAt: null,
+      revokedAt: null,
+      lastUsedAt: null,
+      token: 'adm_tax_secret',
+    });
     expect(token).toContain('\n  adm_tax_secret\n');
     expect(token).toContain('This token is shown now and never again');
   });
@@ -88,16 +109,28 @@ describe('human output', () => {
       endpointUrl: 'https://erp.example/hooks',
       documentId: null,
     };
-    const [header, row] = deliveriesTable([delivery, { ...delivery, id: '18', lastResponseStatus: 500, lastError: 'http_error' }]).split('\n').slice(0, 2);
+    const [header, row] = deliveriesTable([delivery, { ...delivery, id: '18', lastResponseStatus: 500, lastError: 'http_error' }])
+      .split('\n')
+      .slice(0, 2);
     expect(header).toMatch(/^ID\s+SOURCE\s+STATUS\s+EVENT\s+ATTEMPTS\s+LAST ATTEMPT\s+RESULT\s+NEXT ATTEMPT\s+DOCUMENT\s+ENDPOINT$/);
-    expect(row).toMatch(/^17\s+acme-erp\s+pending\s+document\.created\s+2\s+2026-11-21T10:16:00Z\s+timeout\s+2026-11-21T10:21:00Z\s+-\s+https:\/\/erp\.example\/hooks$/);
+    expect(row).toMatch(
+      /^17\s+acme-erp\s+pending\s+document\.created\s+2\s+2026-11-21T10:16:00Z\s+timeout\s+2026-11-21T10:21:00Z\s+-\s+https:\/\/erp\.example\/hooks$/,
+    );
     expect(deliveriesTable([delivery, { ...delivery, id: '18', lastResponseStatus: 500 }])).toMatch(/\n18 .* 500 /);
   });
 
   it('lists clusters with their state, size as du would say it, postmaster and DATA_DIR, and names a recorded DATA_DIR without its link', () => {
     const base = { linkedFrom: [], postmasterPid: null, dataDirs: null };
     const clusters: RootCluster[] = [
-      { ...base, id: '1111111111111111', path: '/c/1111111111111111', state: 'linked', bytes: 49_283_072, dataDirs: ['/srv/old', '/srv/a'], linkedFrom: ['/srv/a'] },
+      {
+        ...base,
+        id: '1111111111111111',
+        path: '/c/1111111111111111',
+        state: 'linked',
+        bytes: 49_283_072,
+        dataDirs: ['/srv/old', '/srv/a'],
+        linkedFrom: ['/srv/a'],
+      },
       { ...base, id: '2222222222222222', path: '/c/2222222222222222', state: 'running', bytes: 2048, dataDirs: ['/tmp/x\u001b[2J'], postmasterPid: 42 },
       { ...base, id: '3333333333333333', path: '/c/3333333333333333', state: 'unrecorded', bytes: 0 },
     ];

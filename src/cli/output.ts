@@ -17,7 +17,16 @@ const masked = (secret: { prefix: string; last4: string }) => `${secret.prefix}â
 export function table(header: string[], rows: string[][]): string {
   const all = [header, ...rows];
   const widths = header.map((_, column) => Math.max(...all.map((row) => row[column].length)));
-  return all.map((row) => row.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    all
+      .map((row) =>
+        row
+          .map((cell, column) => cell.padEnd(widths[column]))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 function fields(pairs: [string, string][]): string[] {
@@ -40,7 +49,16 @@ function shownOnce(heading: string, pairs: [string, string][], secret: string, w
 }
 
 export function issuedKey(key: IssuedKeyView, heading = `Issued an API key for source ${key.source}.`): string {
-  return shownOnce(heading, [['id', key.id], ['name', text(key.name)], ['expires', when(key.expiresAt, 'never')]], key.key, 'key');
+  return shownOnce(
+    heading,
+    [
+      ['id', key.id],
+      ['name', text(key.name)],
+      ['expires', when(key.expiresAt, 'never')],
+    ],
+    key.key,
+    'key',
+  );
 }
 
 export function rotatedKey(oldId: string, successor: IssuedKeyView, graceSeconds: number): string {
@@ -50,9 +68,7 @@ export function rotatedKey(oldId: string, successor: IssuedKeyView, graceSeconds
 
 export function revokedKey(key: ApiKeyView, already: boolean): string {
   const label = `${key.id} (${key.source}, ${masked(key)})`;
-  return already
-    ? `API key ${label} was already revoked at ${when(key.revokedAt)}.\n`
-    : `Revoked API key ${label}: requests with it get 401 from now on.\n`;
+  return already ? `API key ${label} was already revoked at ${when(key.revokedAt)}.\n` : `Revoked API key ${label}: requests with it get 401 from now on.\n`;
 }
 
 /** A rotated key is ACTIVE until the end of its grace period, its revocation time, which the status then names. */
@@ -69,7 +85,18 @@ export function keysTable(keys: ApiKeyView[], source?: string): string {
 const adminStatus = (admin: AdminView) => (admin.disabledAt ? `disabled since ${when(admin.disabledAt)}` : 'enabled');
 
 export function admin(heading: string, a: AdminView): string {
-  return [heading, '', ...fields([['id', a.id], ['email', printable(a.email)], ['name', text(a.name)], ['role', a.role], ['status', adminStatus(a)]]), ''].join('\n');
+  return [
+    heading,
+    '',
+    ...fields([
+      ['id', a.id],
+      ['email', printable(a.email)],
+      ['name', text(a.name)],
+      ['role', a.role],
+      ['status', adminStatus(a)],
+    ]),
+    '',
+  ].join('\n');
 }
 
 export function adminsTable(admins: AdminView[]): string {
@@ -81,7 +108,11 @@ export function adminsTable(admins: AdminView[]): string {
 }
 
 export function issuedToken(token: AdminTokenView & { token: string }): string {
-  const pairs: [string, string][] = [['id', token.id], ['name', text(token.name)], ['expires', when(token.expiresAt, 'never')]];
+  const pairs: [string, string][] = [
+    ['id', token.id],
+    ['name', text(token.name)],
+    ['expires', when(token.expiresAt, 'never')],
+  ];
   return shownOnce(`Issued a personal token for administrator ${token.adminId}. Send it as Authorization: Bearer <token>.`, pairs, token.token, 'token');
 }
 
@@ -172,7 +203,9 @@ export function clustersHints(clusters: RootCluster[]): string[] {
   const orphaned = of('orphaned');
   if (orphaned.length > 0) {
     const total = size(orphaned.reduce((sum, c) => sum + c.bytes, 0));
-    hints.push(`orphaned: no DATA_DIR links to it any more; 'tdg clusters prune' removes ${orphaned.length === 1 ? 'it' : `these ${orphaned.length}`} (${total}).`);
+    hints.push(
+      `orphaned: no DATA_DIR links to it any more; 'tdg clusters prune' removes ${orphaned.length === 1 ? 'it' : `these ${orphaned.length}`} (${total}).`,
+    );
   }
   if (of('running').length > 0) hints.push('running: no DATA_DIR links to it, but its postmaster runs; prune leaves it until that process has stopped.');
   if (of('unrecorded').length > 0) {

@@ -7,23 +7,33 @@ function capture() {
 }
 
 const parse = (argv: string[]) => parseCommandLine(argv, capture());
-const failure = (argv: string[]) => parse(argv).then(
-  () => {
-    throw new Error(`${argv.join(' ')} was accepted`);
-  },
-  (error: unknown) => error as UsageError,
-);
+const failure = (argv: string[]) =>
+  parse(argv).then(
+    () => {
+      throw new Error(`${argv.join(' ')} was accepted`);
+    },
+    (error: unknown) => error as UsageError,
+  );
 
 describe('parseCommandLine', () => {
   it.each([
-    [['keys', 'issue', '--source', 'acme-erp', '--name', 'ERP prod', '--expires-at', '2031-01-01T00:00:00Z'], { name: 'keys issue', input: { source: 'acme-erp', name: 'ERP prod', expiresAt: '2031-01-01T00:00:00Z' } }],
+    [
+      ['keys', 'issue', '--source', 'acme-erp', '--name', 'ERP prod', '--expires-at', '2031-01-01T00:00:00Z'],
+      { name: 'keys issue', input: { source: 'acme-erp', name: 'ERP prod', expiresAt: '2031-01-01T00:00:00Z' } },
+    ],
     [['keys', 'list'], { name: 'keys list', paging: { limit: 50, all: false } }],
-    [['keys', 'list', '--source', 'acme-erp', '--limit', '5', '--cursor', 'abc'], { name: 'keys list', source: 'acme-erp', paging: { limit: 5, cursor: 'abc', all: false } }],
+    [
+      ['keys', 'list', '--source', 'acme-erp', '--limit', '5', '--cursor', 'abc'],
+      { name: 'keys list', source: 'acme-erp', paging: { limit: 5, cursor: 'abc', all: false } },
+    ],
     [['keys', 'list', '--all', '--limit', '200'], { name: 'keys list', paging: { limit: 200, all: true } }],
     [['keys', 'rotate', 'k1'], { name: 'keys rotate', id: 'k1', gracePeriodSeconds: 0 }],
     [['keys', 'rotate', 'k1', '--grace-period-seconds', '3600'], { name: 'keys rotate', id: 'k1', gracePeriodSeconds: 3600 }],
     [['keys', 'revoke', 'k1'], { name: 'keys revoke', id: 'k1' }],
-    [['admins', 'create', '--email', 'ada@example.com', '--role', 'operator'], { name: 'admins create', input: { email: 'ada@example.com', role: 'operator' } }],
+    [
+      ['admins', 'create', '--email', 'ada@example.com', '--role', 'operator'],
+      { name: 'admins create', input: { email: 'ada@example.com', role: 'operator' } },
+    ],
     [['admins', 'list', '--limit', '2'], { name: 'admins list', paging: { limit: 2, all: false } }],
     [['admins', 'update', 'a1', '--role', 'viewer', '--name', 'Ada'], { name: 'admins update', id: 'a1', change: { role: 'viewer', name: 'Ada' } }],
     [['admins', 'update', 'a1', '--no-name', '--disable'], { name: 'admins update', id: 'a1', change: { name: null, disabled: true } }],
@@ -37,13 +47,20 @@ describe('parseCommandLine', () => {
     [['deliveries', 'list'], { name: 'deliveries list', filter: {}, paging: { limit: 50, all: false } }],
     [
       ['deliveries', 'list', '--source', 'acme-erp', '--status', 'failed', '--attention', '--document-id', '7c9e6679-7425-40de-944b-e07fc1f90ae7'],
-      { name: 'deliveries list', filter: { source: 'acme-erp', status: 'failed', attention: true, documentId: '7c9e6679-7425-40de-944b-e07fc1f90ae7' }, paging: { limit: 50, all: false } },
+      {
+        name: 'deliveries list',
+        filter: { source: 'acme-erp', status: 'failed', attention: true, documentId: '7c9e6679-7425-40de-944b-e07fc1f90ae7' },
+        paging: { limit: 50, all: false },
+      },
     ],
     [['deliveries', 'retry', '17'], { name: 'deliveries retry', id: '17' }],
     [['clusters', 'list'], { name: 'clusters list', dir: '/var/lib/tax-document-gateway' }],
     [['clusters', 'prune'], { name: 'clusters prune', dir: '/var/lib/tax-document-gateway', yes: false, unrecorded: false }],
     [['clusters', 'prune', '--dir', '/srv/copy', '--yes', '--unrecorded'], { name: 'clusters prune', dir: '/srv/copy', yes: true, unrecorded: true }],
-    [['clusters', 'prune', '0123456789abcdef', '--yes'], { name: 'clusters prune', dir: '/var/lib/tax-document-gateway', yes: true, unrecorded: false, cluster: '0123456789abcdef' }],
+    [
+      ['clusters', 'prune', '0123456789abcdef', '--yes'],
+      { name: 'clusters prune', dir: '/var/lib/tax-document-gateway', yes: true, unrecorded: false, cluster: '0123456789abcdef' },
+    ],
     // The names of the first CLI keep working for the scripts that use them.
     [['api-keys', 'create', '--source', 'acme-erp'], { name: 'keys issue', input: { source: 'acme-erp' } }],
   ])('%j', async (argv, command) => {
@@ -60,28 +77,40 @@ describe('parseCommandLine', () => {
   });
 
   it.each([
-    [['keys', 'issue', '--source', 'A!', '--expires-at', 'soon'], [
-      { field: '--source', message: 'must be 2-63 characters of a-z, 0-9 and -, starting with a letter or digit' },
-      { field: '--expires-at', message: 'must be an ISO 8601 date-time' },
-    ]],
+    [
+      ['keys', 'issue', '--source', 'A!', '--expires-at', 'soon'],
+      [
+        { field: '--source', message: 'must be 2-63 characters of a-z, 0-9 and -, starting with a letter or digit' },
+        { field: '--expires-at', message: 'must be an ISO 8601 date-time' },
+      ],
+    ],
     [['keys', 'issue', '--source', 'acme-erp', '--name', ''], [{ field: '--name', message: 'must be longer than or equal to 1 characters' }]],
-    [['keys', 'list', '--source', 'UPPER', '--limit', '500'], [
-      { field: '--source', message: 'must be a valid source' },
-      { field: '--limit', message: 'must be an integer from 1 to 200' },
-    ]],
+    [
+      ['keys', 'list', '--source', 'UPPER', '--limit', '500'],
+      [
+        { field: '--source', message: 'must be a valid source' },
+        { field: '--limit', message: 'must be an integer from 1 to 200' },
+      ],
+    ],
     [['keys', 'list', '--limit', '0'], [{ field: '--limit', message: 'must be an integer from 1 to 200' }]],
     [['keys', 'list', '--limit', 'ten'], [{ field: '--limit', message: 'must be an integer from 1 to 200' }]],
     [['keys', 'rotate', 'k1', '--grace-period-seconds', '86401'], [{ field: '--grace-period-seconds', message: 'must not be greater than 86400' }]],
     [['keys', 'rotate', 'k1', '--grace-period-seconds', '1.5'], [{ field: '--grace-period-seconds', message: 'must be an integer' }]],
-    [['admins', 'create', '--email', 'nope', '--role', 'boss'], [
-      { field: '--email', message: 'must be an email address' },
-      { field: '--role', message: 'must be one of viewer, operator, admin' },
-    ]],
+    [
+      ['admins', 'create', '--email', 'nope', '--role', 'boss'],
+      [
+        { field: '--email', message: 'must be an email address' },
+        { field: '--role', message: 'must be one of viewer, operator, admin' },
+      ],
+    ],
     [['admins', 'tokens', 'issue', 'a1', '--expires-at', 'tomorrow'], [{ field: '--expires-at', message: 'must be an ISO 8601 date-time' }]],
-    [['deliveries', 'list', '--status', 'lost', '--document-id', 'x'], [
-      { field: '--status', message: 'must be one of pending, succeeded, failed' },
-      { field: '--document-id', message: 'must be a UUID' },
-    ]],
+    [
+      ['deliveries', 'list', '--status', 'lost', '--document-id', 'x'],
+      [
+        { field: '--status', message: 'must be one of pending, succeeded, failed' },
+        { field: '--document-id', message: 'must be a UUID' },
+      ],
+    ],
   ])('refuses %j with the API validation rules, under the flag names', async (argv, errors) => {
     const error = await failure(argv);
     expect(error).toBeInstanceOf(UsageError);
@@ -131,7 +160,9 @@ describe('parseCommandLine', () => {
     const top = capture();
     await expect(parseCommandLine(['--help'], top)).resolves.toEqual({ kind: 'help' });
     expect(top.stdout).toMatch(/^Usage: tdg \[options\] \[command\]/);
-    expect(top.stdout).toMatch(/Exit codes:\n {2}0 {2}done\n {2}1 {2}failed[^\n]*\n {2}2 {2}bad command line[^\n]*\n {2}3 {2}no such[^\n]*\n {2}4 {2}the state[^\n]*\n {2}5 {2}the database cannot be used/);
+    expect(top.stdout).toMatch(
+      /Exit codes:\n {2}0 {2}done\n {2}1 {2}failed[^\n]*\n {2}2 {2}bad command line[^\n]*\n {2}3 {2}no such[^\n]*\n {2}4 {2}the state[^\n]*\n {2}5 {2}the database cannot be used/,
+    );
     expect(top.stderr).toBe('');
 
     const rotate = capture();

@@ -102,7 +102,9 @@ async function listQuery<T extends PageQueryDto>(
  */
 export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand, json: boolean) => void): Command {
   const program = new Command(BIN)
-    .description('Operator CLI of the Tax Document Gateway: API keys, administrators and their tokens, push endpoints and deliveries, on the database directly.')
+    .description(
+      'Operator CLI of the Tax Document Gateway: API keys, administrators and their tokens, push endpoints and deliveries, on the database directly.',
+    )
     .exitOverride()
     // The errors are printed by the caller (a line, or problem+json with --json); help goes to stdout.
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: () => undefined, outputError: () => undefined })
@@ -111,7 +113,9 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
   const done = (command: Command, parsed: CliCommand | ClusterCommand) => run(parsed, command.opts<{ json?: boolean }>().json === true);
 
   const keys = program.command('keys').alias('api-keys').description('API keys of client applications (sources)');
-  keys.command('issue').description('issue an API key for a source; the key is printed once, never again')
+  keys
+    .command('issue')
+    .description('issue an API key for a source; the key is printed once, never again')
     .alias('create')
     .requiredOption('--source <source>', 'the client application the key acts for, e.g. acme-erp (required)')
     .option('--name <name>', 'what the key is for, for people')
@@ -121,25 +125,36 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
       const input = await validated(command, CreateApiKeyDto, { source: options.source, name: options.name, expiresAt: options.expiresAt }, 'body');
       done(command, { name: 'keys issue', input });
     });
-  pagingOptions(keys.command('list').description('list API keys, newest first; never a key or its hash').option('--source <source>', 'only the keys of this source')).action(
-    async (options: PagingFlags & { source?: string }, command: Command) => {
-      const { filter, paging } = await listQuery(command, ListApiKeysQueryDto, { source: options.source }, options);
-      done(command, { name: 'keys list', ...filter, paging });
-    },
-  );
-  keys.command('rotate').description('issue a successor (same source, name and expiry), printed once; the old key works on for the grace period')
+  pagingOptions(
+    keys.command('list').description('list API keys, newest first; never a key or its hash').option('--source <source>', 'only the keys of this source'),
+  ).action(async (options: PagingFlags & { source?: string }, command: Command) => {
+    const { filter, paging } = await listQuery(command, ListApiKeysQueryDto, { source: options.source }, options);
+    done(command, { name: 'keys list', ...filter, paging });
+  });
+  keys
+    .command('rotate')
+    .description('issue a successor (same source, name and expiry), printed once; the old key works on for the grace period')
     .argument('<id>', "the key's id")
     .option('--grace-period-seconds <seconds>', 'how long the old key keeps working, 0 to 86400', '0')
     .action(async (id: string, options: { gracePeriodSeconds: string }, command: Command) => {
-      const body = await validated(command, RotateApiKeyDto, { gracePeriodSeconds: integer(command, '--grace-period-seconds', options.gracePeriodSeconds) }, 'body');
+      const body = await validated(
+        command,
+        RotateApiKeyDto,
+        { gracePeriodSeconds: integer(command, '--grace-period-seconds', options.gracePeriodSeconds) },
+        'body',
+      );
       done(command, { name: 'keys rotate', id, gracePeriodSeconds: body.gracePeriodSeconds ?? 0 });
     });
-  keys.command('revoke').description('revoke an API key: the next request with it gets 401')
+  keys
+    .command('revoke')
+    .description('revoke an API key: the next request with it gets 401')
     .argument('<id>', "the key's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'keys revoke', id }));
 
   const admins = program.command('admins').description('administrators and their personal tokens');
-  admins.command('create').description('create an administrator account')
+  admins
+    .command('create')
+    .description('create an administrator account')
     .requiredOption('--email <email>', 'unique whatever its case; the email single sign-on matches (required)')
     .requiredOption('--role <role>', `${ADMIN_ROLES.join(', ')} (required)`)
     .option('--name <name>', 'for people')
@@ -150,7 +165,9 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
   pagingOptions(admins.command('list').description('list administrators, oldest first')).action(async (options: PagingFlags, command: Command) => {
     done(command, { name: 'admins list', paging: (await listQuery(command, PageQueryDto, {}, options)).paging });
   });
-  admins.command('update').description("change an administrator's role, name, or whether the account works")
+  admins
+    .command('update')
+    .description("change an administrator's role, name, or whether the account works")
     .argument('<id>', "the administrator's id")
     .option('--role <role>', ADMIN_ROLES.join(', '))
     .option('--name <name>', 'a new name')
@@ -168,7 +185,9 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     });
 
   const tokens = admins.command('tokens').description("administrators' personal tokens (sent as Authorization: Bearer adm_tax_…)");
-  tokens.command('issue').description('issue a personal token for an administrator; the token is printed once, never again')
+  tokens
+    .command('issue')
+    .description('issue a personal token for an administrator; the token is printed once, never again')
     .argument('<admin-id>', "the administrator's id")
     .option('--name <name>', 'where the token is used, for people')
     .option('--expires-at <date-time>', 'ISO 8601 date-time in the future; without it the token never expires')
@@ -176,30 +195,40 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
       const input = await validated(command, CreateAdminTokenDto, { name: options.name, expiresAt: options.expiresAt }, 'body');
       done(command, { name: 'admins tokens issue', adminId, input });
     });
-  tokens.command('list').description("list an administrator's tokens, newest first; never a token or its hash")
+  tokens
+    .command('list')
+    .description("list an administrator's tokens, newest first; never a token or its hash")
     .argument('<admin-id>', "the administrator's id")
     .action((adminId: string, _options, command: Command) => done(command, { name: 'admins tokens list', adminId }));
-  tokens.command('revoke').description('revoke a personal token: the next request with it gets 401')
+  tokens
+    .command('revoke')
+    .description('revoke a personal token: the next request with it gets 401')
     .argument('<token-id>', "the token's id")
     .action((tokenId: string, _options, command: Command) => done(command, { name: 'admins tokens revoke', tokenId }));
 
   const endpoints = program.command('endpoints').description("client applications' push notification endpoints");
-  pagingOptions(endpoints.command('list').description("list every source's push endpoints").option('--source <source>', 'only the endpoints of this source')).action(
-    async (options: PagingFlags & { source?: string }, command: Command) => {
-      const { filter, paging } = await listQuery(command, AdminEndpointsQueryDto, { source: options.source }, options);
-      done(command, { name: 'endpoints list', ...filter, paging });
-    },
-  );
-  endpoints.command('enable').description('resume an endpoint and its waiting deliveries')
+  pagingOptions(
+    endpoints.command('list').description("list every source's push endpoints").option('--source <source>', 'only the endpoints of this source'),
+  ).action(async (options: PagingFlags & { source?: string }, command: Command) => {
+    const { filter, paging } = await listQuery(command, AdminEndpointsQueryDto, { source: options.source }, options);
+    done(command, { name: 'endpoints list', ...filter, paging });
+  });
+  endpoints
+    .command('enable')
+    .description('resume an endpoint and its waiting deliveries')
     .argument('<id>', "the endpoint's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'endpoints enable', id }));
-  endpoints.command('disable').description('stop a misbehaving endpoint (disabledReason "admin": its client cannot enable it again)')
+  endpoints
+    .command('disable')
+    .description('stop a misbehaving endpoint (disabledReason "admin": its client cannot enable it again)')
     .argument('<id>', "the endpoint's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'endpoints disable', id }));
 
   const deliveries = program.command('deliveries').description('push deliveries of feed events to the endpoints');
   pagingOptions(
-    deliveries.command('list').description('list push deliveries of every source, newest first')
+    deliveries
+      .command('list')
+      .description('list push deliveries of every source, newest first')
       .option('--source <source>', 'only those of this source')
       .option('--status <status>', DELIVERY_STATUSES.join(', '))
       .option('--attention', 'only those that need a look: failed, or pending after a failed attempt')
@@ -210,22 +239,36 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     const { filter, paging } = await listQuery(command, AdminDeliveriesQueryDto, filters, options);
     done(command, { name: 'deliveries list', filter, paging });
   });
-  deliveries.command('retry').description('attempt a failed or pending delivery again now, from the start of the retry schedule')
+  deliveries
+    .command('retry')
+    .description('attempt a failed or pending delivery again now, from the start of the retry schedule')
     .argument('<id>', "the delivery's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'deliveries retry', id }));
 
-  const clusters = program.command('clusters').description(`embedded clusters left under ${ROOT_CLUSTERS_HOME} by starts as root whose DATA_DIR is gone; no database needed`);
+  const clusters = program
+    .command('clusters')
+    .description(`embedded clusters left under ${ROOT_CLUSTERS_HOME} by starts as root whose DATA_DIR is gone; no database needed`);
   const dirOption = () => new Option('--dir <dir>', 'the directory the clusters are in').default(ROOT_CLUSTERS_HOME);
-  clusters.command('list').description("every cluster there, its state (linked, running, orphaned, unrecorded), size and DATA_DIR")
+  clusters
+    .command('list')
+    .description('every cluster there, its state (linked, running, orphaned, unrecorded), size and DATA_DIR')
     .addOption(dirOption())
     .action((options: { dir: string }, command: Command) => done(command, { name: 'clusters list', dir: options.dir }));
-  clusters.command('prune').description('remove the orphaned clusters, or the one named, after asking; never one a DATA_DIR links to or a running postmaster uses')
-    .argument('[cluster]', "only this cluster: its id (see list), or the DATA_DIR it belonged to")
+  clusters
+    .command('prune')
+    .description('remove the orphaned clusters, or the one named, after asking; never one a DATA_DIR links to or a running postmaster uses')
+    .argument('[cluster]', 'only this cluster: its id (see list), or the DATA_DIR it belonged to')
     .addOption(dirOption())
     .option('--yes', 'remove without asking (needed where there is no terminal to ask in)')
     .option('--unrecorded', 'also remove the clusters that do not record their DATA_DIR (made by an earlier version; see list)')
     .action((cluster: string | undefined, options: { dir: string; yes?: boolean; unrecorded?: boolean }, command: Command) => {
-      done(command, { name: 'clusters prune', dir: options.dir, yes: options.yes === true, unrecorded: options.unrecorded === true, ...(cluster === undefined ? {} : { cluster }) });
+      done(command, {
+        name: 'clusters prune',
+        dir: options.dir,
+        yes: options.yes === true,
+        unrecorded: options.unrecorded === true,
+        ...(cluster === undefined ? {} : { cluster }),
+      });
     });
 
   // Every command that runs something takes --json, listed last in its help.

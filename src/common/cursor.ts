@@ -40,7 +40,11 @@ export const FEED_CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}\\.[A-Za-z0-9_-]{1,64}$'
  */
 export function CursorParameter(description: string, pattern = CURSOR_PATTERN): PropertyDecorator {
   return applyDecorators(
-    ApiPropertyOptional({ pattern, maxLength: 129, description: `${description}. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422` }),
+    ApiPropertyOptional({
+      pattern,
+      maxLength: 129,
+      description: `${description}. Only a cursor this API returned is accepted; any other value, an empty one included, is a 422`,
+    }),
     IsOptional(),
     IsString(),
     IsNotEmpty({ message: 'must not be empty; omit it to start from the beginning' }),

@@ -14,14 +14,10 @@ describe('findDuplicateKey', () => {
     expect(findDuplicateKey(text)).toEqual({ field, message: 'appears more than once in its object' });
   });
 
-  it.each([
-    '{"a":1,"b":{"a":1},"c":[{"a":1},{"a":2}]}',
-    '{"s":"\\"a\\":1,\\"a\\":2"}',
-    '{"a":{"b":1},"b":{"a":1}}',
-    '[1,2,"a","a"]',
-    '"text"',
-    '{}',
-  ])('finds none in %s', (text) => {
-    expect(findDuplicateKey(text)).toBeNull();
-  });
+  it.each(['{"a":1,"b":{"a":1},"c":[{"a":1},{"a":2}]}', '{"s":"\\"a\\":1,\\"a\\":2"}', '{"a":{"b":1},"b":{"a":1}}', '[1,2,"a","a"]', '"text"', '{}'])(
+    'finds none in %s',
+    (text) => {
+      expect(findDuplicateKey(text)).toBeNull();
+    },
+  );
 });

@@ -13,7 +13,12 @@ export class KnownRoutes {
   collectFrom(fastify: FastifyInstance): void {
     fastify.addHook('onRoute', ({ url, method }) => {
       // `:param` matches one path segment, as the router does; `*` (the docs' static files) anything.
-      const pattern = new RegExp(`^${url.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))).join('/')}/?$`);
+      const pattern = new RegExp(
+        `^${url
+          .split('/')
+          .map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
+          .join('/')}/?$`,
+      );
       const known = this.routes.find((route) => route.pattern.source === pattern.source);
       const methods = known?.methods ?? new Set<string>();
       for (const m of Array.isArray(method) ? method : [method]) methods.add(m.toUpperCase());

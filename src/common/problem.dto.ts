@@ -120,7 +120,15 @@ export function problemResponse(codes: ErrorCode[], context: ProblemContext): Re
       code,
       {
         summary: code,
-        value: { type: 'about:blank', title: problemTitle(status), status, code, ...exampleOf(code, context), instance, requestId: '3f0c8a52-0b4e-4a53-9d7e-2f1c9b7f0e11' },
+        value: {
+          type: 'about:blank',
+          title: problemTitle(status),
+          status,
+          code,
+          ...exampleOf(code, context),
+          instance,
+          requestId: '3f0c8a52-0b4e-4a53-9d7e-2f1c9b7f0e11',
+        },
       },
     ]),
   );

@@ -34,7 +34,11 @@ describe('toProblem', () => {
   });
 
   it('maps Nest HTTP exceptions onto the README’s error codes', () => {
-    expect(toProblem(new NotFoundException('Cannot GET /x'), '/x', 'r').body).toMatchObject({ status: 404, code: 'NOT_FOUND', detail: 'No such route or resource' });
+    expect(toProblem(new NotFoundException('Cannot GET /x'), '/x', 'r').body).toMatchObject({
+      status: 404,
+      code: 'NOT_FOUND',
+      detail: 'No such route or resource',
+    });
     const unavailable = toProblem(new ServiceUnavailableException({ database: 'down' }), '/health/ready', 'r');
     expect(unavailable.body).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
     expect(unavailable.headers['Retry-After']).toBe('5');
@@ -70,7 +74,10 @@ describe('toProblem', () => {
 describe('isDatabaseUnavailable', () => {
   it('recognises a refused connection from the real driver', async () => {
     const client = new Client({ host: '127.0.0.1', port: 1, connectionTimeoutMillis: 1000 });
-    const error = await client.connect().then(() => undefined, (e: unknown) => e);
+    const error = await client.connect().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isDatabaseUnavailable(error)).toBe(true);
   });
 
@@ -106,7 +113,11 @@ describe('databaseFailureOf', () => {
   it.each([
     ['GET', '/api/v1/documents/x', 'The database did not answer in time; try again shortly'],
     ['POST', '/api/v1/documents', 'The database did not answer in time; it may have been saved; retrying with the same X-Idempotency-Key is safe'],
-    ['POST', '/api/webhooks/payments/bank', 'The database did not answer in time; it may have been saved; sending the event again with the same eventId is safe'],
+    [
+      'POST',
+      '/api/webhooks/payments/bank',
+      'The database did not answer in time; it may have been saved; sending the event again with the same eventId is safe',
+    ],
     ['PATCH', '/admin/admins/x', 'The database did not answer in time; the change may have been made; look before trying again'],
     // The API's PATCH and DELETE take no idempotency key: look first, as on /admin.
     ['DELETE', '/api/v1/webhook-endpoints/x', 'The database did not answer in time; the change may have been made; look before trying again'],
@@ -127,7 +138,9 @@ describe('databaseFailureOf', () => {
     expect(detail(pgError('25006', 'cannot execute INSERT in a read-only transaction'))).toBe(
       'The database accepts no changes: it is a standby, or a failover is under way; nothing was saved, try again shortly',
     );
-    expect(detail(new Error('timeout exceeded when trying to connect'))).toBe('The gateway is saturated: no database connection became free in time; try again shortly');
+    expect(detail(new Error('timeout exceeded when trying to connect'))).toBe(
+      'The gateway is saturated: no database connection became free in time; try again shortly',
+    );
     expect(detail(pgError('ECONNREFUSED'))).toBe('The database is unreachable; try again shortly');
   });
 

@@ -30,7 +30,10 @@ export class TrustedProxies {
 
   /** Comma-separated addresses, CIDR ranges and the names loopback, private, linklocal; empty: none. Throws on anything else. */
   static parse(list: string | undefined): TrustedProxies {
-    const entries = (list ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+    const entries = (list ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
     return new TrustedProxies(entries.flatMap(parseEntry));
   }
 

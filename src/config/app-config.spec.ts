@@ -60,12 +60,21 @@ describe('loadConfig', () => {
     [{ HTTP_REQUEST_TIMEOUT_MS: '0' }, 'HTTP_REQUEST_TIMEOUT_MS must be an integer from 1000 to 600000 (got "0")'],
     [{ HTTP_MAX_CONNECTIONS: '0' }, 'HTTP_MAX_CONNECTIONS must be an integer from 1 to 1000000 (got "0")'],
     [{ HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '6000' }, 'HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS'],
-    [{ OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '5s,,1h' }, 'OUTBOUND_WEBHOOKS_RETRY_SCHEDULE must be 1 to 20 comma-separated delays such as 5s,5m,2h,1d (got "5s,,1h")'],
+    [
+      { OUTBOUND_WEBHOOKS_RETRY_SCHEDULE: '5s,,1h' },
+      'OUTBOUND_WEBHOOKS_RETRY_SCHEDULE must be 1 to 20 comma-separated delays such as 5s,5m,2h,1d (got "5s,,1h")',
+    ],
     [{ PGPORT: '0' }, 'PGPORT must be an integer from 1 to 65535 (got "0")'],
-    [{ OUTBOUND_WEBHOOKS_LEASE_SECONDS: '111' }, 'OUTBOUND_WEBHOOKS_LEASE_SECONDS must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS (got "111")'],
+    [
+      { OUTBOUND_WEBHOOKS_LEASE_SECONDS: '111' },
+      'OUTBOUND_WEBHOOKS_LEASE_SECONDS must be an integer from 2 to 110, greater than OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS (got "111")',
+    ],
     [{ OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'maybe' }, 'OUTBOUND_WEBHOOKS_ALLOW_PRIVATE must be true or false (got "maybe")'],
     ...['https://gateway.example.com/', 'https://gateway.example.com/console', 'http://gateway.example.com', 'gateway.example.com'].map(
-      (url): [Record<string, string>, string] => [{ PUBLIC_URL: url }, 'PUBLIC_URL must be an origin such as https://gateway.example.com (no path; http:// only for a loopback address)'],
+      (url): [Record<string, string>, string] => [
+        { PUBLIC_URL: url },
+        'PUBLIC_URL must be an origin such as https://gateway.example.com (no path; http:// only for a loopback address)',
+      ],
     ),
     [
       { OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: '30', OUTBOUND_WEBHOOKS_LEASE_SECONDS: '30' },
@@ -82,7 +91,7 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: true, OUTBOUND_WEBHOOKS_TIMEOUT_SECONDS: 15, OUTBOUND_WEBHOOKS_LEASE_SECONDS: 60 });
   });
 
-  it('reads the retention periods as ISO 8601 durations, with the README\'s defaults', () => {
+  it("reads the retention periods as ISO 8601 durations, with the README's defaults", () => {
     expect(loadConfig({})).toMatchObject({
       RETENTION_EVENTS: 'P90D',
       RETENTION_DELIVERIES: 'P30D',
@@ -90,8 +99,20 @@ describe('loadConfig', () => {
       RETENTION_AUDIT: 'P400D',
       RETENTION_INTERVAL_SECONDS: 60,
     });
-    const config = loadConfig({ RETENTION_EVENTS: 'P1Y', RETENTION_DELIVERIES: 'PT24H', RETENTION_BANK_EVENTS: 'P1W', RETENTION_AUDIT: 'P13M', RETENTION_INTERVAL_SECONDS: '1' });
-    expect(config).toMatchObject({ RETENTION_EVENTS: 'P1Y', RETENTION_DELIVERIES: 'PT24H', RETENTION_BANK_EVENTS: 'P1W', RETENTION_AUDIT: 'P13M', RETENTION_INTERVAL_SECONDS: 1 });
+    const config = loadConfig({
+      RETENTION_EVENTS: 'P1Y',
+      RETENTION_DELIVERIES: 'PT24H',
+      RETENTION_BANK_EVENTS: 'P1W',
+      RETENTION_AUDIT: 'P13M',
+      RETENTION_INTERVAL_SECONDS: '1',
+    });
+    expect(config).toMatchObject({
+      RETENTION_EVENTS: 'P1Y',
+      RETENTION_DELIVERIES: 'PT24H',
+      RETENTION_BANK_EVENTS: 'P1W',
+      RETENTION_AUDIT: 'P13M',
+      RETENTION_INTERVAL_SECONDS: 1,
+    });
   });
 
   const period = (name: string, value: string, range: string, because = '') =>
@@ -126,9 +147,7 @@ describe('loadConfig', () => {
   });
 
   it('never echoes a DATABASE_URL, which may hold a password', () => {
-    expect(problemsOf({ DATABASE_URL: 'mysql://root:hunter2@db/x' })).toEqual([
-      'DATABASE_URL must be a postgres:// or postgresql:// connection URL',
-    ]);
+    expect(problemsOf({ DATABASE_URL: 'mysql://root:hunter2@db/x' })).toEqual(['DATABASE_URL must be a postgres:// or postgresql:// connection URL']);
   });
 
   describe('single sign-on', () => {

@@ -76,10 +76,18 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Values that must never be echoed back, not even in a start-up error. */
-const SECRET_VARIABLES = new Set(['DATABASE_URL', 'REDIS_URL', 'OIDC_CLIENT_SECRET', 'PGPASSWORD', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'BANK_WEBHOOK_SECRET_PREVIOUS', 'METRICS_TOKEN']);
+const SECRET_VARIABLES = new Set([
+  'DATABASE_URL',
+  'REDIS_URL',
+  'OIDC_CLIENT_SECRET',
+  'PGPASSWORD',
+  'ADMIN_TOKEN',
+  'BANK_WEBHOOK_SECRET',
+  'BANK_WEBHOOK_SECRET_PREVIOUS',
+  'METRICS_TOKEN',
+]);
 
-const toInt = ({ value }: { value: unknown }) =>
-  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+const toInt = ({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value);
 
 /**
  * An integer variable within [min, max]; the message states the range, as the README does, and any
@@ -310,7 +318,7 @@ export class AppConfig {
   RETENTION_DELIVERIES = 'P30D';
 
   /** Stored bank webhook events, duplicates included, from their arrival. */
-  @RetentionPeriod('P7D', 'far beyond the signature window and the bank\'s retries, so that a purged eventId cannot be applied again')
+  @RetentionPeriod('P7D', "far beyond the signature window and the bank's retries, so that a purged eventId cannot be applied again")
   RETENTION_BANK_EVENTS = 'P90D';
 
   @RetentionPeriod('P30D')
@@ -352,7 +360,8 @@ export function configVariables(): string[] {
 function oidcProblems(config: AppConfig): string[] {
   const set = [config.OIDC_ISSUER_URL, config.OIDC_CLIENT_ID, config.OIDC_CLIENT_SECRET].filter((value) => value !== undefined).length;
   if (set !== 0 && set !== 3) return ['OIDC_ISSUER_URL, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together (or none of them)'];
-  if (config.OIDC_ISSUER_URL && !isHttpsOrLoopback(config.OIDC_ISSUER_URL)) return ['OIDC_ISSUER_URL must be an https:// URL (http:// only for a provider on a loopback address)'];
+  if (config.OIDC_ISSUER_URL && !isHttpsOrLoopback(config.OIDC_ISSUER_URL))
+    return ['OIDC_ISSUER_URL must be an https:// URL (http:// only for a provider on a loopback address)'];
   return [];
 }
 

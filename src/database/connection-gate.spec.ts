@@ -48,7 +48,10 @@ describe('ConnectionGate', () => {
     // What the request's log line says: no attempt of its own, not the words of the attempt that shut the gate.
     expect(refusal!.cause).toBeInstanceOf(GateShut);
     const logged = describeFailure(refusal!.cause);
-    expect(logged).toEqual({ cause: 'ConnectionGateShut', message: expect.stringMatching(/^gate shut after a failed connection attempt \d+\.\d s ago, no attempt made$/) });
+    expect(logged).toEqual({
+      cause: 'ConnectionGateShut',
+      message: expect.stringMatching(/^gate shut after a failed connection attempt \d+\.\d s ago, no attempt made$/),
+    });
     expect(refusal!.code).toBeUndefined();
   });
 
@@ -72,7 +75,13 @@ describe('ConnectionGate', () => {
     const silent = createServer(() => undefined);
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
-      const config = { host: '127.0.0.1', port: (silent.address() as { port: number }).port, user: 'nobody', database: 'nothing', connectionTimeoutMillis: 300 };
+      const config = {
+        host: '127.0.0.1',
+        port: (silent.address() as { port: number }).port,
+        user: 'nobody',
+        database: 'nothing',
+        connectionTimeoutMillis: 300,
+      };
       const watching = new ConnectionGate(config);
       const client = new (watching.watchedClient())(config);
       const ended = new Promise((resolve) => client.once('end', resolve));

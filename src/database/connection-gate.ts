@@ -104,7 +104,10 @@ export class ConnectionGate implements OnModuleDestroy {
   connectFailed(error: unknown, failure = databaseFailureOf(error)): void {
     if (this.closed || this.stopped || failure === null || failure === 'saturated') return;
     this.closed = { error, since: Date.now() };
-    this.logger.warn({ ...describeFailure(error), cause: failure }, 'The database did not accept a connection; opening no more until one attempt at a time reaches it');
+    this.logger.warn(
+      { ...describeFailure(error), cause: failure },
+      'The database did not accept a connection; opening no more until one attempt at a time reaches it',
+    );
     this.retry(FIRST_RETRY_MS);
   }
 

@@ -55,7 +55,9 @@ export function clientConfig({ url, timeouts, applicationName = 'tax-document-ga
     // Dates as ISO text whatever the server's or the database's default (see ENTITY_TYPES).
     options: '-c DateStyle=ISO',
     types: ENTITY_TYPES,
-    ...(timeouts ? { statement_timeout: timeouts.statementMs, lock_timeout: timeouts.lockMs, query_timeout: timeouts.statementMs + CLIENT_TIMEOUT_SLACK_MS } : {}),
+    ...(timeouts
+      ? { statement_timeout: timeouts.statementMs, lock_timeout: timeouts.lockMs, query_timeout: timeouts.statementMs + CLIENT_TIMEOUT_SLACK_MS }
+      : {}),
   };
 }
 

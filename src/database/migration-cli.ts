@@ -29,7 +29,7 @@ async function advanceXid(database: DatabaseLocation, to: bigint | null): Promis
     const estimate = BigInt(pace.newestXid) + BigInt(Math.ceil((perSecond * (Date.now() - pace.newestAt.getTime())) / 1000));
     out(
       `Transactions went by at about ${Math.round(perSecond)} a second before the dump: had the old cluster gone on until now, its counter would be near ${estimate}. ` +
-        'Clients that read the feed after the dump hold cursors up to that; to keep their feeds going too, pass --to with the old cluster\'s last counter (or this estimate).',
+        "Clients that read the feed after the dump hold cursors up to that; to keep their feeds going too, pass --to with the old cluster's last counter (or this estimate).",
     );
   }
   const target = [newest === null ? null : BigInt(newest) + 1n, to].reduce<bigint | null>((a, b) => (b !== null && (a === null || b > a) ? b : a), null);

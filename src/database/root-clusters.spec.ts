@@ -3,7 +3,16 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { ClusterFacts, DATA_DIRS_FILE, leftoverClustersNotice, listRootClusters, mayRemove, recordDataDir, removeRootCluster, stateOf } from './root-clusters.js';
+import {
+  ClusterFacts,
+  DATA_DIRS_FILE,
+  leftoverClustersNotice,
+  listRootClusters,
+  mayRemove,
+  recordDataDir,
+  removeRootCluster,
+  stateOf,
+} from './root-clusters.js';
 
 /** A pid no process has any more: a child that has exited and been reaped. */
 const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid;
@@ -141,7 +150,7 @@ describe('the clusters of a directory', () => {
     expect(existsSync(dataDirs)).toBe(true);
   });
 
-  it('says in one line for the start-up log how many are left over, that they are not this gateway\'s, and how to look and remove', async () => {
+  it("says in one line for the start-up log how many are left over, that they are not this gateway's, and how to look and remove", async () => {
     const linked = await dataDir('linked');
     await symlink(join(await cluster('0000000000000000', [linked]), 'pg'), join(linked, 'pg'));
     await cluster('9999999999999999', [join(dataDirs, 'deleted')], process.pid);

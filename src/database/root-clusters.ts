@@ -163,7 +163,8 @@ export async function leftoverClustersNotice(home = ROOT_CLUSTERS_HOME): Promise
   const orphaned = clusters.filter((c) => c.state === 'orphaned').length;
   const unrecorded = clusters.filter((c) => c.state === 'unrecorded').length;
   const clustersIn = (n: number) => `${n} embedded PostgreSQL cluster${n === 1 ? '' : 's'} in ${home}`;
-  const unknown = (n: number) => `made by an earlier version, ${n === 1 ? 'does' : 'do'} not record which DATA_DIR ${n === 1 ? 'it belongs' : 'they belong'} to`;
+  const unknown = (n: number) =>
+    `made by an earlier version, ${n === 1 ? 'does' : 'do'} not record which DATA_DIR ${n === 1 ? 'it belongs' : 'they belong'} to`;
   const notOurs = (n: number) => `not this gateway's; ${n === 1 ? 'it' : 'they'} may be another checkout's`;
   if (orphaned > 0) {
     const more = unrecorded > 0 ? ` (${unrecorded} more, ${unknown(unrecorded)})` : '';

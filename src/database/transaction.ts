@@ -89,7 +89,10 @@ function locksStatement(locks: readonly BoundLock[], gatedBy: readonly BoundLock
   const values = [...gatedBy, ...locks].flatMap(({ values }) => values);
   if (gatedBy.length === 0 || locks.length === 0) {
     const all = [...gatedBy, ...locks];
-    return compose(`locks:${all.map(({ lock }) => lock.name).join('+')}`, () => `SELECT ${all.map((lock, index) => `${expression(lock)} AS "${index}"`).join(', ')}`).with(...values);
+    return compose(
+      `locks:${all.map(({ lock }) => lock.name).join('+')}`,
+      () => `SELECT ${all.map((lock, index) => `${expression(lock)} AS "${index}"`).join(', ')}`,
+    ).with(...values);
   }
   const name = `locks:${gatedBy.map(({ lock }) => lock.name).join('+')}>${locks.map(({ lock }) => lock.name).join('+')}`;
   return compose(name, () => {
@@ -167,7 +170,10 @@ export class Transaction {
     this.openingDue = false;
     if (!opening) return (await this.send(client, begin, step.locks ?? [], [], step.reads)).slice(1) as RowsOf<Reads>;
     const together = !step.waitsForRows;
-    const [lockAnswers, ...rows] = await this.send(client, begin, together ? (step.locks ?? []) : [], opening.locks, [...opening.reads, ...(together ? step.reads : [])]);
+    const [lockAnswers, ...rows] = await this.send(client, begin, together ? (step.locks ?? []) : [], opening.locks, [
+      ...opening.reads,
+      ...(together ? step.reads : []),
+    ]);
     opening.check(lockAnswers.slice(0, opening.locks.length), rows.slice(0, opening.reads.length));
     if (together) return rows.slice(opening.reads.length) as RowsOf<Reads>;
     return (await this.send(client, false, step.locks ?? [], [], step.reads)).slice(1) as RowsOf<Reads>;
@@ -177,7 +183,13 @@ export class Transaction {
    * Sends (BEGIN,) the locks as one statement (`gates` first, see locksStatement) and the reads, together;
    * answers the locks' answers, then each read's rows.
    */
-  private async send(client: PoolClient, begin: boolean, locks: readonly BoundLock[], gates: readonly BoundLock[], reads: readonly Bound[]): Promise<[unknown[], ...QueryResultRow[][]]> {
+  private async send(
+    client: PoolClient,
+    begin: boolean,
+    locks: readonly BoundLock[],
+    gates: readonly BoundLock[],
+    reads: readonly Bound[],
+  ): Promise<[unknown[], ...QueryResultRow[][]]> {
     if (begin) this.state = 'open';
     const anyLock = locks.length + gates.length > 0;
     const sent = [...(anyLock ? [locksStatement(locks, gates)] : []), ...reads];

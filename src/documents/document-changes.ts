@@ -51,6 +51,12 @@ export function changed(document: DocumentRecord, change: StatusChange, at: Date
   return { document: next, event: moved ? eventOf(next, 'document.status_changed', document.status, change.traceParent, at) : null };
 }
 
-function eventOf(document: DocumentRecord, type: NewDocumentEvent['type'], previousStatus: DocumentStatus | null, traceParent: string | null, at: Date): NewDocumentEvent {
+function eventOf(
+  document: DocumentRecord,
+  type: NewDocumentEvent['type'],
+  previousStatus: DocumentStatus | null,
+  traceParent: string | null,
+  at: Date,
+): NewDocumentEvent {
   return { source: document.source, documentId: document.id, type, status: document.status, previousStatus, createdAt: at, traceParent };
 }

@@ -71,7 +71,10 @@ export class DocumentEventsRepository {
         ORDER BY e.xid, e.id
         LIMIT $4`,
     );
-    this.appendStatement = new PreparedStatement('document-event-append', `INSERT INTO document_events ${unnestColumnsOf<NewDocumentEvent>(events.metadata, WRITTEN)}`);
+    this.appendStatement = new PreparedStatement(
+      'document-event-append',
+      `INSERT INTO document_events ${unnestColumnsOf<NewDocumentEvent>(events.metadata, WRITTEN)}`,
+    );
   }
 
   /** Events appended to the feed at `tx`'s commit, with the changes they announce. */

@@ -64,6 +64,13 @@ export class DocumentEventsService {
 
   /** An event exactly as the feed lists it; push deliveries send the same view. */
   static view(row: DocumentEventEntity): DocumentEventView {
-    return { id: row.id, type: row.type, documentId: row.documentId, status: row.status, previousStatus: row.previousStatus, createdAt: row.createdAt.toISOString() };
+    return {
+      id: row.id,
+      type: row.type,
+      documentId: row.documentId,
+      status: row.status,
+      previousStatus: row.previousStatus,
+      createdAt: row.createdAt.toISOString(),
+    };
   }
 }

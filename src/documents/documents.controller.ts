@@ -11,7 +11,11 @@ import { CreateDocumentDto } from './dto/create-document.dto.js';
 import { DocumentPageDto, DocumentResponseDto } from './dto/document-response.dto.js';
 import { ListDocumentsQueryDto } from './dto/list-documents-query.dto.js';
 
-const DOCUMENT_ID = ApiParam({ name: 'id', description: "The document's id; anything that is not one of the source's documents is a 404", example: '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f' });
+const DOCUMENT_ID = ApiParam({
+  name: 'id',
+  description: "The document's id; anything that is not one of the source's documents is a 404",
+  example: '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f',
+});
 const DOCUMENT_LINKS = {
   getDocument: { operationId: 'getDocument', parameters: { id: '$response.body#/id' }, description: 'Read the document again' },
   cancelDocument: { operationId: 'cancelDocument', parameters: { id: '$response.body#/id' }, description: 'Cancel it while it awaits payment' },
@@ -35,7 +39,13 @@ export class DocumentsController {
   @ApiCreatedResponse({
     type: DocumentResponseDto,
     description: 'Created',
-    headers: { Location: { description: 'The new document: `/api/v1/documents/{id}`', required: true, schema: { type: 'string', example: '/api/v1/documents/2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f' } } },
+    headers: {
+      Location: {
+        description: 'The new document: `/api/v1/documents/{id}`',
+        required: true,
+        schema: { type: 'string', example: '/api/v1/documents/2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f' },
+      },
+    },
     links: DOCUMENT_LINKS,
   })
   @ApiProblems('VALIDATION_ERROR', 'DUPLICATE_DOCUMENT')
@@ -54,7 +64,8 @@ export class DocumentsController {
   @ApiOperation({
     operationId: 'listDocuments',
     summary: "List the source's documents",
-    description: 'Newest first, filtered by status, type or externalId. Pass `nextCursor` as `cursor` for the next page; pages stay stable while documents are added. Unknown query parameters are a 422.',
+    description:
+      'Newest first, filtered by status, type or externalId. Pass `nextCursor` as `cursor` for the next page; pages stay stable while documents are added. Unknown query parameters are a 422.',
   })
   @ApiOkResponse({ type: DocumentPageDto })
   @ApiProblems('VALIDATION_ERROR')
@@ -63,7 +74,11 @@ export class DocumentsController {
   }
 
   @Get(':id')
-  @ApiOperation({ operationId: 'getDocument', summary: 'Read one document', description: "One of the source's documents, with its status and the bank's latest payment status." })
+  @ApiOperation({
+    operationId: 'getDocument',
+    summary: 'Read one document',
+    description: "One of the source's documents, with its status and the bank's latest payment status.",
+  })
   @DOCUMENT_ID
   @ApiOkResponse({ type: DocumentResponseDto })
   @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')

@@ -22,7 +22,16 @@ import { PaymentsService } from './payments.service.js';
 @Module({
   imports: [TypeOrmModule.forFeature([DocumentEntity, DocumentEventEntity, BankEventEntity]), MetricsModule],
   controllers: [DocumentsController, EventsController],
-  providers: [DocumentsRepository, DocumentsService, DocumentEventsRepository, DocumentEventsService, PaymentsRepository, PaymentsService, FeedSignal, FeedTransactionCheck],
+  providers: [
+    DocumentsRepository,
+    DocumentsService,
+    DocumentEventsRepository,
+    DocumentEventsService,
+    PaymentsRepository,
+    PaymentsService,
+    FeedSignal,
+    FeedTransactionCheck,
+  ],
   exports: [DocumentsService, DocumentEventsService, PaymentsService, FeedSignal],
 })
 export class DocumentsModule {}

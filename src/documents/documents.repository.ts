@@ -67,8 +67,11 @@ const CREATE_FINDINGS = `SELECT
 /** Every query of the documents table. */
 @Injectable()
 export class DocumentsRepository {
-  private readonly createFindings = new PreparedStatement<Omit<CreateFindings, 'heldBy'> & { heldById: string | null; heldBySource: string | null }>('document-create-findings', CREATE_FINDINGS);
-  private readonly written: (Extract<keyof DocumentRecord, string>)[];
+  private readonly createFindings = new PreparedStatement<Omit<CreateFindings, 'heldBy'> & { heldById: string | null; heldBySource: string | null }>(
+    'document-create-findings',
+    CREATE_FINDINGS,
+  );
+  private readonly written: Extract<keyof DocumentRecord, string>[];
   private readonly insertStatement: PreparedStatement;
   private readonly changeStatement: PreparedStatement;
   /**
@@ -83,7 +86,9 @@ export class DocumentsRepository {
     const { metadata } = documents;
     const columns = selectColumns(metadata);
     // Every column of the entity but `seq`, which PostgreSQL gives: a column added to the entity is written with no change here.
-    this.written = metadata.columns.map((column) => column.propertyName as Extract<keyof DocumentRecord, string>).filter((property) => property !== ('seq' as string));
+    this.written = metadata.columns
+      .map((column) => column.propertyName as Extract<keyof DocumentRecord, string>)
+      .filter((property) => property !== ('seq' as string));
     this.insertStatement = new PreparedStatement(
       'document-insert',
       `INSERT INTO documents (${columnsOf<DocumentRecord>(metadata, this.written)}) VALUES (${placeholders(this.written.length)})`,
@@ -137,7 +142,12 @@ export class DocumentsRepository {
   }
 
   /** Administrators' search by providerReference, of every source or of one; newest first. */
-  pageByProviderReference(providerReference: string, source: string | undefined, filter: Omit<DocumentFilter, 'externalId'>, limit: number): Promise<DocumentEntity[]> {
+  pageByProviderReference(
+    providerReference: string,
+    source: string | undefined,
+    filter: Omit<DocumentFilter, 'externalId'>,
+    limit: number,
+  ): Promise<DocumentEntity[]> {
     const query = this.filtered(filter).andWhere('d.providerReference = :providerReference', { providerReference });
     if (source) query.andWhere('d.source = :source', { source });
     return query.orderBy('d.seq', 'DESC').limit(limit).getMany();

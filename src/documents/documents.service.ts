@@ -90,7 +90,9 @@ export class DocumentsService {
     if (findings.externalIdTaken || findings.referenceTaken) {
       throw new AppError(
         'DUPLICATE_DOCUMENT',
-        findings.externalIdTaken ? `A document with externalId "${dto.externalId}" already exists for this source` : 'A document with this providerReference already exists for this source',
+        findings.externalIdTaken
+          ? `A document with externalId "${dto.externalId}" already exists for this source`
+          : 'A document with this providerReference already exists for this source',
       );
     }
     const at = new Date();
@@ -164,7 +166,10 @@ export class DocumentsService {
     const claims = await this.documents.claimsOf(document.providerReference, REFERENCE_CLAIMS_SHOWN + 1);
     return {
       bankEventsGoTo: bankEventTarget(claims.map((claim) => ({ id: claim.id, established: claim.paymentLastEventId !== null }))),
-      referenceClaims: claims.filter((claim) => claim.id !== document.id).slice(0, REFERENCE_CLAIMS_SHOWN).map(toReferenceClaimView),
+      referenceClaims: claims
+        .filter((claim) => claim.id !== document.id)
+        .slice(0, REFERENCE_CLAIMS_SHOWN)
+        .map(toReferenceClaimView),
     };
   }
 

@@ -42,7 +42,10 @@ export class FeedTransactionCheck implements OnModuleInit {
     } catch (error) {
       const undefinedTable = (error as { code?: unknown }).code === '42P01';
       if (!isDatabaseUnavailable(error) && !undefinedTable) throw error;
-      this.logger.warn({ ...describeFailure(error) }, 'Could not check the transaction counter against the feed at start (the database did not answer, or is not migrated)');
+      this.logger.warn(
+        { ...describeFailure(error) },
+        'Could not check the transaction counter against the feed at start (the database did not answer, or is not migrated)',
+      );
       return;
     }
     if (counter.newest !== null && BigInt(counter.next) <= BigInt(counter.newest)) throw new TransactionCounterBehind(counter.newest, counter.next);

@@ -117,7 +117,14 @@ export class PaymentsRepository {
   /** Events that waited for `documentId`, marked with what applying them did, at `tx`'s commit. */
   settle(tx: Transaction, settlements: readonly Settlement[], documentId: string, at: Date): void {
     if (settlements.length === 0) return;
-    tx.write(this.settleStatement.with(settlements.map(({ id }) => id), settlements.map(({ outcome }) => outcome), documentId, at));
+    tx.write(
+      this.settleStatement.with(
+        settlements.map(({ id }) => id),
+        settlements.map(({ outcome }) => outcome),
+        documentId,
+        at,
+      ),
+    );
   }
 
   /** The event itself (not a duplicate's row) by its eventId, locked until `tx` ends. */

@@ -57,7 +57,9 @@ export class PaymentsService {
   /** Stores and applies one verified delivery; the caller answers 200 only after this resolves (committed). */
   async receive(delivery: ReceivedDelivery): Promise<BankEventOutcome> {
     const traceParent = requestTraceParent();
-    const { outcome, statusChanged, documentTraceParent } = await this.transactions.run((tx) => this.store(tx, delivery, traceParent), { retryOnConflict: true });
+    const { outcome, statusChanged, documentTraceParent } = await this.transactions.run((tx) => this.store(tx, delivery, traceParent), {
+      retryOnConflict: true,
+    });
     this.received.inc({ outcome });
     annotateRequest({ [ATTR_BANK_EVENT_OUTCOME]: outcome });
     linkRequestTo(documentTraceParent);
@@ -106,7 +108,19 @@ export class PaymentsService {
       statusChanged = applied.statusChanged;
     }
     const { eventId, eventType, status, providerReference, rawBody, signedAt } = delivery;
-    this.payments.record(tx, { eventId, eventType, status, providerReference, outcome, documentId: target?.id ?? null, rawBody, bodySha256, signedAt, receivedAt: at, processedAt: null });
+    this.payments.record(tx, {
+      eventId,
+      eventType,
+      status,
+      providerReference,
+      outcome,
+      documentId: target?.id ?? null,
+      rawBody,
+      bodySha256,
+      signedAt,
+      receivedAt: at,
+      processedAt: null,
+    });
     return { outcome, statusChanged, documentTraceParent };
   }
 
@@ -118,7 +132,8 @@ export class PaymentsService {
   async applyTo(tx: Transaction, eventId: string, documentId: string): Promise<{ event: BankEventView; document: DocumentRecord }> {
     const event = await this.payments.findLocked(tx, eventId);
     if (!event) throw new AppError('NOT_FOUND', 'No such bank event');
-    if (event.outcome !== 'ambiguous') throw new AppError('INVALID_STATE_TRANSITION', `Only an ambiguous event is applied by an administrator; this one is ${event.outcome}`);
+    if (event.outcome !== 'ambiguous')
+      throw new AppError('INVALID_STATE_TRANSITION', `Only an ambiguous event is applied by an administrator; this one is ${event.outcome}`);
     const document = isUuid(documentId) ? await this.documents.findLocked(tx, documentId, [PROVIDER_REFERENCE.with(event.providerReference)]) : null;
     if (!document) throw new AppError('NOT_FOUND', 'No such document');
     if (document.providerReference !== event.providerReference) {
@@ -175,7 +190,10 @@ export class PaymentsService {
     return { outcome: 'applied' as const, ...change };
   }
 
-  async page(filter: { outcome?: BankEventOutcome; cursor?: string; providerReference?: string }, limit: number): Promise<{ data: BankEventView[]; nextCursor: string | null }> {
+  async page(
+    filter: { outcome?: BankEventOutcome; cursor?: string; providerReference?: string },
+    limit: number,
+  ): Promise<{ data: BankEventView[]; nextCursor: string | null }> {
     const before = filter.cursor ? decodeCursor('w', filter.cursor, 'cursor') : undefined;
     const rows = await this.payments.page({ outcome: filter.outcome, before, providerReference: filter.providerReference }, limit + 1);
     const page = pageOf(rows, limit, (last) => encodeCursor('w', last.id));

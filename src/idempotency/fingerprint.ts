@@ -16,5 +16,7 @@ export function canonicalJson(value: unknown): string {
  * order and whitespace do not count (the body is compared after parsing); different text does.
  */
 export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method.toUpperCase()}\n${path}\n${canonicalJson(body)}`, 'utf8').digest('hex');
+  return createHash('sha256')
+    .update(`${method.toUpperCase()}\n${path}\n${canonicalJson(body)}`, 'utf8')
+    .digest('hex');
 }

@@ -78,6 +78,8 @@ describe('IdempotencyCoverage', () => {
 
   it('names both kinds of mistake at once', async () => {
     const coverage = await coverageOf(ThingsController, MarkedAdminController);
-    expect(() => coverage.assertComplete()).toThrow(/^Not idempotent, .*: POST \/api\/v1\/things\/:id\/forget\. .* @Idempotent\(\) outside .*: POST \/admin\/marked\. Remove it there\.$/);
+    expect(() => coverage.assertComplete()).toThrow(
+      /^Not idempotent, .*: POST \/api\/v1\/things\/:id\/forget\. .* @Idempotent\(\) outside .*: POST \/admin\/marked\. Remove it there\.$/,
+    );
   });
 });

@@ -29,7 +29,9 @@ export class IdempotencyCoverage {
     const problems: string[] = [];
     if (this.missing.length > 0) problems.push(`Not idempotent, though the README requires it: ${this.missing.join(', ')}. Mark them @Idempotent().`);
     if (this.misplaced.length > 0) {
-      problems.push(`@Idempotent() outside ${EXTERNAL_API_PREFIX}, where no API key names the source of its records: ${this.misplaced.join(', ')}. Remove it there.`);
+      problems.push(
+        `@Idempotent() outside ${EXTERNAL_API_PREFIX}, where no API key names the source of its records: ${this.misplaced.join(', ')}. Remove it there.`,
+      );
     }
     if (problems.length > 0) throw new Error(problems.join(' '));
   }

@@ -7,7 +7,14 @@ import { Lock } from '../database/transaction.js';
 import { IdempotencyRecordEntity } from './idempotency-record.entity.js';
 
 /** What a request stores as its answer; the database gives the times. */
-const STORED = ['idempotencyKey', 'source', 'fingerprint', 'responseStatus', 'responseBody', 'responseLocation'] as const satisfies readonly (keyof IdempotencyRecordEntity)[];
+const STORED = [
+  'idempotencyKey',
+  'source',
+  'fingerprint',
+  'responseStatus',
+  'responseBody',
+  'responseLocation',
+] as const satisfies readonly (keyof IdempotencyRecordEntity)[];
 
 export type NewRecord = Pick<IdempotencyRecordEntity, (typeof STORED)[number]>;
 

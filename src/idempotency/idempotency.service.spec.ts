@@ -110,7 +110,14 @@ describe('IdempotencyService', () => {
       const opened = service.open(CALL, { kind: 'new', expired });
       await service.finish(opened, CALL, { kind: 'new', expired }, { status: 201, body: '{"id":"d2"}', location: '/api/v1/documents/d2' });
       expect(records.stored).toHaveBeenCalledWith(
-        { idempotencyKey: 'order-0001', source: 'acme-erp', fingerprint: 'f1', responseStatus: 201, responseBody: '{"id":"d2"}', responseLocation: '/api/v1/documents/d2' },
+        {
+          idempotencyKey: 'order-0001',
+          source: 'acme-erp',
+          fingerprint: 'f1',
+          responseStatus: 201,
+          responseBody: '{"id":"d2"}',
+          responseLocation: '/api/v1/documents/d2',
+        },
         60,
         expired,
       );
@@ -123,7 +130,9 @@ describe('IdempotencyService', () => {
     const failing = await serviceWith();
     failing.tx.commit.mockRejectedValue(Object.assign(new Error('duplicate key'), { code: '23505' }));
     const opened = failing.service.open(CALL, { kind: 'new', expired: false });
-    await expect(failing.service.finish(opened, CALL, { kind: 'new', expired: false }, { status: 201, body: '{}', location: null })).rejects.toMatchObject({ code: '23505' });
+    await expect(failing.service.finish(opened, CALL, { kind: 'new', expired: false }, { status: 201, body: '{}', location: null })).rejects.toMatchObject({
+      code: '23505',
+    });
 
     const abandoned = await serviceWith();
     await abandoned.service.abandon(abandoned.service.open(CALL, { kind: 'new', expired: false }));
@@ -136,7 +145,8 @@ describe('IdempotencyService', () => {
     const refusal = service.refusalAnswer(new AppError('DUPLICATE_DOCUMENT', 'already there'), CALL);
     expect(refusal).toMatchObject({ status: 409, location: null });
     expect(JSON.parse(refusal!.body)).toMatchObject({ code: 'DUPLICATE_DOCUMENT', detail: 'already there', instance: '/api/v1/documents', requestId: 'r1' });
-    for (const code of ['INVALID_STATE_TRANSITION', 'NOT_FOUND'] as const) expect(service.refusalAnswer(new AppError(code, 'no'), CALL)?.status).toBeGreaterThanOrEqual(404);
+    for (const code of ['INVALID_STATE_TRANSITION', 'NOT_FOUND'] as const)
+      expect(service.refusalAnswer(new AppError(code, 'no'), CALL)?.status).toBeGreaterThanOrEqual(404);
     expect(service.refusalAnswer(AppError.validation([]), CALL)).toBeNull();
     expect(service.refusalAnswer(new AppError('UNAUTHORIZED', 'not yours'), CALL)).toBeNull();
     expect(service.refusalAnswer(new Error('boom'), CALL)).toBeNull();

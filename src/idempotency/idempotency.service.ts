@@ -115,7 +115,9 @@ export class IdempotencyService {
         const record = rows?.[0];
         if (record) throw new AnsweredBefore(this.replayOf(call, record as StoredAnswer));
         if (held !== true) {
-          throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, { 'Retry-After': '1' });
+          throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, {
+            'Retry-After': '1',
+          });
         }
       },
     });
@@ -132,7 +134,14 @@ export class IdempotencyService {
    * way. A unique violation: the key was answered by another request since this one looked (see `open`).
    */
   finish(tx: Transaction, call: IdempotentCall, looked: Extract<Looked, { kind: 'new' }>, answer: Answer): Promise<void> {
-    const record = { idempotencyKey: call.key, source: call.source, fingerprint: call.fingerprint, responseStatus: answer.status, responseBody: answer.body, responseLocation: answer.location };
+    const record = {
+      idempotencyKey: call.key,
+      source: call.source,
+      fingerprint: call.fingerprint,
+      responseStatus: answer.status,
+      responseBody: answer.body,
+      responseLocation: answer.location,
+    };
     return tx.commit([this.records.stored(record, this.config.IDEMPOTENCY_TTL_SECONDS, looked.expired)]);
   }
 

@@ -6,12 +6,7 @@ import { AppLogger, PINO_LOGGER } from './app-logger.js';
 import { urlRedactorFor } from './redact-url.js';
 
 /** Headers that carry secrets; they are censored even if the serializers below are ever loosened. */
-export const REDACTED_PATHS = [
-  'req.headers["x-api-key"]',
-  'req.headers.authorization',
-  'req.headers["x-provider-signature"]',
-  'req.headers.cookie',
-];
+export const REDACTED_PATHS = ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers["x-provider-signature"]', 'req.headers.cookie'];
 
 function pinoOptions(config: AppConfig): Options {
   const redactUrl = urlRedactorFor(config);

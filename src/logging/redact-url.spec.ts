@@ -9,7 +9,9 @@ describe('urlRedactor', () => {
   it('redacts the values of parameters named like secrets, and of values shaped like the gateway\u2019s keys and tokens', () => {
     expect(redactUrl(`/api/v1/me?api_key=${key}`)).toBe('/api/v1/me?api_key=[redacted]');
     expect(redactUrl(`/api/v1/me?k=${key}&limit=5`)).toBe('/api/v1/me?k=[redacted]&limit=5');
-    expect(redactUrl('/admin/me?token=adm_tax_x&access_token=abc&SIGNATURE=ff')).toBe('/admin/me?token=[redacted]&access_token=[redacted]&SIGNATURE=[redacted]');
+    expect(redactUrl('/admin/me?token=adm_tax_x&access_token=abc&SIGNATURE=ff')).toBe(
+      '/admin/me?token=[redacted]&access_token=[redacted]&SIGNATURE=[redacted]',
+    );
     expect(redactUrl(`/x?q=${encodeURIComponent('whsec_abc')}`)).toBe('/x?q=[redacted]');
   });
 
@@ -32,7 +34,11 @@ describe('urlRedactor', () => {
     ['encoded twice', `/admin/me?q=${encodeURIComponent(encodeURIComponent(ADMIN))}`, '/admin/me?q=[redacted]'],
     ['a console session token', `/admin/me?q=tdgs_${'x'.repeat(10)}`, '/admin/me?q=[redacted]'],
     ['a CSRF token followed by a quote', `/admin/me;${'Ab_-'.repeat(11)}"`, '/admin/me;[redacted]'],
-    ...['!', ',', '%20', '"', '@', '%0a', '%250a'].map((after) => [`a 64-hex signature followed by ${after}`, `/x/${HEX}${after}?sig=a${HEX}${after}`, '/x/[redacted]?sig=[redacted]']),
+    ...['!', ',', '%20', '"', '@', '%0a', '%250a'].map((after) => [
+      `a 64-hex signature followed by ${after}`,
+      `/x/${HEX}${after}?sig=a${HEX}${after}`,
+      '/x/[redacted]?sig=[redacted]',
+    ]),
   ])('redacts a secret %s', (_where, url, logged) => {
     expect(redactUrl(url)).toBe(logged);
   });
@@ -45,7 +51,9 @@ describe('urlRedactor', () => {
 
   it('keeps paths, ids, ordinary parameters and cursors of normal length as they are', () => {
     expect(redactUrl('/api/v1/documents/2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f')).toBe('/api/v1/documents/2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f');
-    expect(redactUrl('/admin/documents?documentId=2B0F4C1E-7D3A-4F5B-9C8E-1A2B3C4D5E6F')).toBe('/admin/documents?documentId=2B0F4C1E-7D3A-4F5B-9C8E-1A2B3C4D5E6F');
+    expect(redactUrl('/admin/documents?documentId=2B0F4C1E-7D3A-4F5B-9C8E-1A2B3C4D5E6F')).toBe(
+      '/admin/documents?documentId=2B0F4C1E-7D3A-4F5B-9C8E-1A2B3C4D5E6F',
+    );
     expect(redactUrl('/api/v1/documents?status=PAID&limit=20&cursor=ZDoxMjM')).toBe('/api/v1/documents?status=PAID&limit=20&cursor=ZDoxMjM');
     expect(redactUrl('/x?flag&y=%E0%A4%A')).toBe('/x?flag&y=%E0%A4%A');
     expect(redactUrl('/')).toBe('/');
@@ -59,7 +67,10 @@ describe('secretCheck', () => {
     expect(looksSecret(text)).toBe(true);
   });
 
-  it.each(['trace-42', '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f', '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f:retry-2', 'batch:2026-12-02.7'])('leaves %s alone', (text) => {
-    expect(looksSecret(text)).toBe(false);
-  });
+  it.each(['trace-42', '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f', '2b0f4c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f:retry-2', 'batch:2026-12-02.7'])(
+    'leaves %s alone',
+    (text) => {
+      expect(looksSecret(text)).toBe(false);
+    },
+  );
 });

@@ -34,7 +34,9 @@ function decoded(part: string, plusIsSpace: boolean): string {
       try {
         return decodeURIComponent(run);
       } catch {
-        return run.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => (Number.parseInt(hex, 16) < 0x80 ? String.fromCharCode(Number.parseInt(hex, 16)) : escape));
+        return run.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) =>
+          Number.parseInt(hex, 16) < 0x80 ? String.fromCharCode(Number.parseInt(hex, 16)) : escape,
+        );
       }
     });
     if (next === text) break;

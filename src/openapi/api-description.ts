@@ -17,10 +17,14 @@ export const API_TAGS = [
   { name: 'documents', description: 'Tax documents due for payment: submit, read, list and cancel.' },
   { name: 'events', description: "The feed of the source's document changes, oldest first." },
   { name: 'webhooks', description: "The bank's signed payment status notifications." },
-  { name: 'webhook endpoints', description: "Push notifications: the client's HTTPS endpoints that receive the feed's events, signed per Standard Webhooks, and their delivery log." },
+  {
+    name: 'webhook endpoints',
+    description: "Push notifications: the client's HTTPS endpoints that receive the feed's events, signed per Standard Webhooks, and their delivery log.",
+  },
   {
     name: 'admin',
-    description: "Administration for operators: API keys, administrators and their tokens, push endpoints and deliveries, bank events. With an administrator's personal token (`adm_tax_…`), the break-glass ADMIN_TOKEN, or a console session.",
+    description:
+      "Administration for operators: API keys, administrators and their tokens, push endpoints and deliveries, bank events. With an administrator's personal token (`adm_tax_…`), the break-glass ADMIN_TOKEN, or a console session.",
   },
   { name: 'operations', description: 'Liveness and readiness probes.' },
 ] as const;

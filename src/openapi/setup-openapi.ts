@@ -48,13 +48,13 @@ export function buildOpenApiDocument(app: INestApplication, options: OpenApiOpti
     .addSecurity(ADMIN_TOKEN_SCHEME, {
       type: 'http',
       scheme: 'bearer',
-      description: 'An administrator\'s personal token (`adm_tax_…`), or the break-glass ADMIN_TOKEN (opaque strings, not JWTs)',
+      description: "An administrator's personal token (`adm_tax_…`), or the break-glass ADMIN_TOKEN (opaque strings, not JWTs)",
     })
     .addSecurity(ADMIN_SESSION_SCHEME, {
       type: 'apiKey',
       in: 'cookie',
       name: SESSION_COOKIE,
-      description: 'The console\'s session after single sign-on; a write must also send `X-CSRF-Token` (from GET /admin/me) or come from the console\'s origin',
+      description: "The console's session after single sign-on; a write must also send `X-CSRF-Token` (from GET /admin/me) or come from the console's origin",
     });
   for (const tag of API_TAGS) builder.addTag(tag.name, tag.description);
   const document = SwaggerModule.createDocument(app, builder.build(), { extraModels: [ProblemDto] });
@@ -75,7 +75,8 @@ function completeDocument(document: OpenAPIObject, options: OpenApiOptions): voi
   const components = (document.components ??= {});
   components.headers = {
     'X-Request-Id': {
-      description: "The request's id: the caller's own X-Request-Id when it matches `` ^[A-Za-z0-9._:-]{1,128}$ ``, otherwise a generated UUID. Also in error bodies and log lines.",
+      description:
+        "The request's id: the caller's own X-Request-Id when it matches `` ^[A-Za-z0-9._:-]{1,128}$ ``, otherwise a generated UUID. Also in error bodies and log lines.",
       required: true,
       schema: { type: 'string', example: '3f0c8a52-0b4e-4a53-9d7e-2f1c9b7f0e11' },
     },

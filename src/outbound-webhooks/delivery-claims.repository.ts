@@ -126,7 +126,10 @@ export interface ClaimRequest {
 }
 
 /** One finished attempt, as the recorder writes it: the attempt, and what it makes of its delivery. */
-export type AttemptRecord = Pick<OutboundDeliveryAttemptEntity, 'deliveryId' | 'attemptedAt' | 'durationMs' | 'responseStatus' | 'error' | 'responseExcerpt'> & {
+export type AttemptRecord = Pick<
+  OutboundDeliveryAttemptEntity,
+  'deliveryId' | 'attemptedAt' | 'durationMs' | 'responseStatus' | 'error' | 'responseExcerpt'
+> & {
   outcome: string;
   /** The delivery's status after it: pending (a retry is scheduled), succeeded or failed. */
   status: DeliveryStatus;
@@ -156,26 +159,24 @@ export class DeliveryClaimsRepository {
     ]);
     const claimed = rows
       .filter((row) => row.id !== null)
-      .map(
-        (row): ClaimedDelivery => ({
-          id: row.id as string,
-          endpointId: row.endpoint_id as string,
-          retryStep: row.retry_step as number,
-          url: row.url as string,
-          secret: row.secret as string,
-          previousSecret: (row.previous_secret as string | null) ?? null,
-          event: {
-            id: String(row.event_id),
-            source: row.source as string,
-            documentId: row.document_id as string,
-            type: row.type as DocumentEventEntity['type'],
-            status: row.status as DocumentEventEntity['status'],
-            previousStatus: row.previous_status as DocumentEventEntity['previousStatus'],
-            createdAt: row.created_at as Date,
-            traceParent: (row.trace_parent as string | null) ?? null,
-          },
-        }),
-      );
+      .map((row): ClaimedDelivery => ({
+        id: row.id as string,
+        endpointId: row.endpoint_id as string,
+        retryStep: row.retry_step as number,
+        url: row.url as string,
+        secret: row.secret as string,
+        previousSecret: (row.previous_secret as string | null) ?? null,
+        event: {
+          id: String(row.event_id),
+          source: row.source as string,
+          documentId: row.document_id as string,
+          type: row.type as DocumentEventEntity['type'],
+          status: row.status as DocumentEventEntity['status'],
+          previousStatus: row.previous_status as DocumentEventEntity['previousStatus'],
+          createdAt: row.created_at as Date,
+          traceParent: (row.trace_parent as string | null) ?? null,
+        },
+      }));
     return { claimed, heldBack: rows[0]?.held_back === true };
   }
 

@@ -131,7 +131,11 @@ export class DeliverySender {
         break;
       }
     }
-    const text = Buffer.concat(chunks).subarray(0, MAX_BODY_READ).toString('utf8').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+    const text = Buffer.concat(chunks)
+      .subarray(0, MAX_BODY_READ)
+      .toString('utf8')
+      .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+      .trim();
     return text ? text.slice(0, EXCERPT_LENGTH) : null;
   }
 

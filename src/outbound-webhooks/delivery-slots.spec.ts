@@ -18,7 +18,13 @@ describe('DeliverySlots', () => {
     expect(started.map((d) => d.endpointId)).toEqual(['a', 'a', 'b', 'b']);
     expect(slots.runningCount).toBe(4);
     expect(slots.room()).toBe(0);
-    expect(slots.held()).toEqual(new Map([['a', 3], ['b', 2], ['c', 1]]));
+    expect(slots.held()).toEqual(
+      new Map([
+        ['a', 3],
+        ['b', 2],
+        ['c', 1],
+      ]),
+    );
 
     // When one of `a` ends, its waiting delivery starts (the instance has a slot again).
     expect(slots.finished(started[0]).start.map((d) => d.id)).toEqual([claimed[2].id]);

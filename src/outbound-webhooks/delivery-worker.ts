@@ -110,7 +110,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       // The payload names this instance, whose worker is awake already.
       this.claims
         .notify(DELIVERIES_CHANNEL, this.instance)
-        .catch((error: unknown) => this.logger.warn(describeFailure(error), 'Telling other instances of new push deliveries failed; they find them by polling'));
+        .catch((error: unknown) =>
+          this.logger.warn(describeFailure(error), 'Telling other instances of new push deliveries failed; they find them by polling'),
+        );
     }, CLAIM_INTERVAL_MS);
   }
 
@@ -245,9 +247,19 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     const result = await inLinkedSpan(
       'push delivery',
       delivery.event.traceParent,
-      { 'gateway.delivery.id': delivery.id, 'gateway.endpoint.id': delivery.endpointId, 'gateway.event.id': event.id, 'gateway.event.type': event.type, 'gateway.delivery.attempt': delivery.retryStep + 1 },
+      {
+        'gateway.delivery.id': delivery.id,
+        'gateway.endpoint.id': delivery.endpointId,
+        'gateway.event.id': event.id,
+        'gateway.event.type': event.type,
+        'gateway.delivery.attempt': delivery.retryStep + 1,
+      },
       () => this.sender.send(delivery.url, headers, body),
-      (sent) => ({ 'gateway.delivery.result': sent.ok ? 'delivered' : (sent.error ?? 'http_error'), ...(sent.status === null ? {} : { 'http.response.status_code': sent.status }), failed: !sent.ok }),
+      (sent) => ({
+        'gateway.delivery.result': sent.ok ? 'delivered' : (sent.error ?? 'http_error'),
+        ...(sent.status === null ? {} : { 'http.response.status_code': sent.status }),
+        failed: !sent.ok,
+      }),
     );
     if (result.error === 'shutdown') return this.release([delivery.id]);
     const outcome = this.outcomeOf(delivery, result);
@@ -282,7 +294,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   private async release(ids: string[]): Promise<void> {
     await this.claims
       .release(ids, this.instance)
-      .catch((error: unknown) => this.logger.warn({ ...describeFailure(error), deliveries: ids.length }, 'Releasing push deliveries failed; they are retried after their lease'));
+      .catch((error: unknown) =>
+        this.logger.warn({ ...describeFailure(error), deliveries: ids.length }, 'Releasing push deliveries failed; they are retried after their lease'),
+      );
   }
 
   private after(ms: number, task: () => void): void {

@@ -51,6 +51,9 @@ describe('sameReceiverAs', () => {
 
 describe('checkEndpointUrl', () => {
   it.each(['http://127.0.0.1:38200/hook-a#x', 'http://127.0.0.1:38200/hook-a#'])('refuses a fragment (%s) with the field path', async (url) => {
-    await expect(checkEndpointUrl(url, true)).rejects.toMatchObject({ code: 'VALIDATION_ERROR', errors: [{ field: 'url', message: 'must not contain a fragment (#…)' }] });
+    await expect(checkEndpointUrl(url, true)).rejects.toMatchObject({
+      code: 'VALIDATION_ERROR',
+      errors: [{ field: 'url', message: 'must not contain a fragment (#…)' }],
+    });
   });
 });

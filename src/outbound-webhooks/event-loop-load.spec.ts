@@ -12,7 +12,7 @@ function spin(ms: number): void {
  * one window may still hold the work before the wait.
  */
 async function quietWithin(load: EventLoopLoad, ms: number): Promise<boolean> {
-  for (const until = performance.now() + ms; performance.now() < until; ) {
+  for (const until = performance.now() + ms; performance.now() < until;) {
     if (!load.busy()) return true;
     await sleep(25);
   }
@@ -28,7 +28,7 @@ describe('EventLoopLoad', () => {
     expect(await quietWithin(load, 2_000)).toBe(true);
 
     let seenBusy = false;
-    for (const until = performance.now() + 300; performance.now() < until; ) {
+    for (const until = performance.now() + 300; performance.now() < until;) {
       spin(20);
       // Each pause lets the loop take a turn (its timers included) without waiting for I/O.
       await new Promise((resolve) => setImmediate(resolve));

@@ -29,7 +29,11 @@ export class OutboundMetrics {
     // Read from the database on each scrape, so every instance reports the shared queue.
     // One query for both gauges of a scrape.
     let latest: Promise<{ depth: number; oldestSeconds: number }> | null = null;
-    const due = () => (latest ??= claims.due().catch(() => ({ depth: NaN, oldestSeconds: NaN })).finally(() => setImmediate(() => (latest = null))));
+    const due = () =>
+      (latest ??= claims
+        .due()
+        .catch(() => ({ depth: NaN, oldestSeconds: NaN }))
+        .finally(() => setImmediate(() => (latest = null))));
     new Gauge({
       name: 'outbound_webhook_queue_depth',
       help: 'Push deliveries due now and not yet delivered (enabled endpoints, all instances)',

@@ -16,7 +16,11 @@ import {
 import { OutboundDeliveriesService } from './outbound-deliveries.service.js';
 import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 
-const ENDPOINT_ID = ApiParam({ name: 'id', description: "The endpoint's id; anything that is not one of the source's endpoints is a 404", example: '5b6f91e1-4851-4c2a-a64f-76f5a71520ae' });
+const ENDPOINT_ID = ApiParam({
+  name: 'id',
+  description: "The endpoint's id; anything that is not one of the source's endpoints is a 404",
+  example: '5b6f91e1-4851-4c2a-a64f-76f5a71520ae',
+});
 const DELIVERY_ID = ApiParam({ name: 'deliveryId', description: "The delivery's id, from the delivery log", example: '1017' });
 const ENDPOINT_LINKS = {
   getWebhookEndpoint: { operationId: 'getWebhookEndpoint', parameters: { id: '$response.body#/id' }, description: 'Read the endpoint' },
@@ -40,12 +44,16 @@ export class WebhookEndpointsController {
     operationId: 'createWebhookEndpoint',
     summary: 'Register a webhook endpoint',
     description:
-      "Every later feed event of the source whose type the endpoint subscribes to (`eventTypes`, absent: all) is POSTed to it, signed per Standard Webhooks with the `secret` of this answer, which is not shown by any GET. " +
+      'Every later feed event of the source whose type the endpoint subscribes to (`eventTypes`, absent: all) is POSTed to it, signed per Standard Webhooks with the `secret` of this answer, which is not shown by any GET. ' +
       `${URL_RULES} At most 10 endpoints per source (422). A URL the gateway operator stopped for this source cannot be registered again until they lift the stop (409).`,
   })
   @ApiCreatedResponse({ type: WebhookEndpointWithSecretDto, links: ENDPOINT_LINKS })
   @ApiProblems('INVALID_STATE_TRANSITION', 'VALIDATION_ERROR')
-  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto, @IdempotencyTransaction() tx: Transaction): Promise<WebhookEndpointWithSecretDto> {
+  create(
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() body: CreateWebhookEndpointDto,
+    @IdempotencyTransaction() tx: Transaction,
+  ): Promise<WebhookEndpointWithSecretDto> {
     return this.endpoints.create(tx, key.source, body);
   }
 
@@ -57,7 +65,11 @@ export class WebhookEndpointsController {
   }
 
   @Get(':id')
-  @ApiOperation({ operationId: 'getWebhookEndpoint', summary: 'Read one webhook endpoint', description: 'Its settings and whether it is enabled; never its secret.' })
+  @ApiOperation({
+    operationId: 'getWebhookEndpoint',
+    summary: 'Read one webhook endpoint',
+    description: 'Its settings and whether it is enabled; never its secret.',
+  })
   @ENDPOINT_ID
   @ApiOkResponse({ type: WebhookEndpointResponseDto })
   @ApiProblems('NOT_FOUND', 'VALIDATION_ERROR')
@@ -98,7 +110,8 @@ export class WebhookEndpointsController {
   @ApiOperation({
     operationId: 'rotateWebhookEndpointSecret',
     summary: "Rotate a webhook endpoint's signing secret",
-    description: 'The new secret is in this answer only. For OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS (a day by default) every message carries a signature by the new and one by the previous secret. Takes no body.',
+    description:
+      'The new secret is in this answer only. For OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS (a day by default) every message carries a signature by the new and one by the previous secret. Takes no body.',
   })
   @ENDPOINT_ID
   @ApiOkResponse({ type: WebhookEndpointWithSecretDto })
@@ -126,7 +139,8 @@ export class WebhookEndpointsController {
   @ApiOperation({
     operationId: 'retryWebhookDelivery',
     summary: 'Retry a delivery now',
-    description: 'A failed or pending delivery is attempted again at once, from the start of the retry schedule. 409 when it has succeeded or the endpoint is disabled. Takes no body.',
+    description:
+      'A failed or pending delivery is attempted again at once, from the start of the retry schedule. 409 when it has succeeded or the endpoint is disabled. Takes no body.',
   })
   @ENDPOINT_ID
   @DELIVERY_ID

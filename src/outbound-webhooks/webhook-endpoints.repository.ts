@@ -39,7 +39,9 @@ export class WebhookEndpointsRepository {
    * caller holds the source's lock. `stoppedOnly`: those an administrator stopped.
    */
   urlsOf(tx: EntityManager, source: string, stoppedOnly = false): Promise<Pick<WebhookEndpointEntity, 'id' | 'url' | 'disabledReason'>[]> {
-    return tx.getRepository(WebhookEndpointEntity).find({ select: { id: true, url: true, disabledReason: true }, where: { source, ...(stoppedOnly ? { disabledReason: 'admin' as const } : {}) } });
+    return tx
+      .getRepository(WebhookEndpointEntity)
+      .find({ select: { id: true, url: true, disabledReason: true }, where: { source, ...(stoppedOnly ? { disabledReason: 'admin' as const } : {}) } });
   }
 
   /** A source's endpoints, oldest first. */

@@ -7,7 +7,13 @@ import { EntityManager } from 'typeorm';
 import { afterCommit } from '../database/after-commit.js';
 import { Transaction, Transactions } from '../database/transaction.js';
 import { DeliveryWorker } from './delivery-worker.js';
-import { AdminWebhookEndpointDto, CreateWebhookEndpointDto, UpdateWebhookEndpointDto, WebhookEndpointResponseDto, WebhookEndpointWithSecretDto } from './dto/webhook-endpoint.dto.js';
+import {
+  AdminWebhookEndpointDto,
+  CreateWebhookEndpointDto,
+  UpdateWebhookEndpointDto,
+  WebhookEndpointResponseDto,
+  WebhookEndpointWithSecretDto,
+} from './dto/webhook-endpoint.dto.js';
 import { checkEndpointUrl, sameReceiverAs } from './endpoint-url.js';
 import { generateSecret } from './signing.js';
 import { OutboundDeliveriesRepository } from './outbound-deliveries.repository.js';
@@ -47,7 +53,13 @@ export class WebhookEndpointsService implements OnModuleInit {
       ]);
     }
     const secret = generateSecret();
-    const endpoint = await this.endpoints.insert(tx, { source, url, description: dto.description ?? null, eventTypes: dto.eventTypes ?? [...OUTBOUND_EVENT_TYPES], secret });
+    const endpoint = await this.endpoints.insert(tx, {
+      source,
+      url,
+      description: dto.description ?? null,
+      eventTypes: dto.eventTypes ?? [...OUTBOUND_EVENT_TYPES],
+      secret,
+    });
     return { ...toEndpointResponse(endpoint), secret };
   }
 
@@ -78,7 +90,12 @@ export class WebhookEndpointsService implements OnModuleInit {
       if (moved && (endpoint.disabledReason === 'admin' || (await this.isStoppedByAdmin(tx, source, url)))) {
         throw stoppedUrl();
       }
-      const changed = await this.endpoints.update(tx, id, { url, description: dto.description, eventTypes: dto.eventTypes, ...switched(dto.enabled, 'client') });
+      const changed = await this.endpoints.update(tx, id, {
+        url,
+        description: dto.description,
+        eventTypes: dto.eventTypes,
+        ...switched(dto.enabled, 'client'),
+      });
       // Deliveries that waited while it was disabled are due again.
       if (changed.enabled && !endpoint.enabled) afterCommit(tx, () => this.worker.announce());
       return changed;
@@ -108,7 +125,9 @@ export class WebhookEndpointsService implements OnModuleInit {
   /** The old secret keeps signing, beside the new one, for OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS. */
   async rotateSecret(request: Transaction, source: string, id: string): Promise<WebhookEndpointWithSecretDto> {
     const secret = generateSecret();
-    const rotated = isUuid(id) ? await this.endpoints.rotateSecret(await request.manager(), source, id, secret, this.config.OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS) : null;
+    const rotated = isUuid(id)
+      ? await this.endpoints.rotateSecret(await request.manager(), source, id, secret, this.config.OUTBOUND_WEBHOOKS_SECRET_GRACE_SECONDS)
+      : null;
     if (!rotated) throw notFound();
     return { ...toEndpointResponse(rotated), secret };
   }
@@ -134,7 +153,11 @@ export class WebhookEndpointsService implements OnModuleInit {
     if (!endpoint) throw notFound();
     // Stopping reaches every endpoint at the URL; lifting, only those an administrator stopped (a client's own pause stays).
     const atUrl = await sameReceiverAs(endpoint.url, await this.endpoints.urlsOf(tx, endpoint.source, enabled));
-    await this.endpoints.switchAll(tx, atUrl.map((at) => at.id), switched(enabled, 'admin'));
+    await this.endpoints.switchAll(
+      tx,
+      atUrl.map((at) => at.id),
+      switched(enabled, 'admin'),
+    );
     // This one is switched whatever stopped it (an administrator may enable a client's paused endpoint), and read back.
     const changed = await this.endpoints.update(tx, id, enabled ? switched(true, 'admin') : {});
     if (changed.enabled && !endpoint.enabled) afterCommit(tx, () => this.worker.announce());
@@ -157,7 +180,10 @@ export class WebhookEndpointsService implements OnModuleInit {
 const notFound = () => new AppError('NOT_FOUND', 'No such webhook endpoint');
 /** A client's attempt to get round an operator's stop: deleting the stopped endpoint, moving it, or registering its URL again. */
 const stoppedUrl = () =>
-  new AppError('INVALID_STATE_TRANSITION', 'The gateway operator stopped pushes to this URL for this source; only they can lift the stop, so it cannot be deleted, moved or registered again until then');
+  new AppError(
+    'INVALID_STATE_TRANSITION',
+    'The gateway operator stopped pushes to this URL for this source; only they can lift the stop, so it cannot be deleted, moved or registered again until then',
+  );
 
 /**
  * Switching an endpoint on or off (undefined: neither): off records `reason`; on clears it and starts

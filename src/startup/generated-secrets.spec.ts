@@ -63,6 +63,8 @@ describe('secrets on start-up', () => {
     expect(restarted).toContain(`Admin token          read from ${join(dataDir, 'admin-token')}\n`);
     expect(restarted).toContain(`Bank webhook secret  set, in ${join(dataDir, 'bank-webhook-secret')} (generated)`);
     expect(restarted).not.toContain('admin-token (generated)');
-    expect(startupBanner(loadConfig({ HOST: '::1' }), 8080, { adminToken: { variable: 'ADMIN_TOKEN' }, webhookSecret: { variable: 'BANK_WEBHOOK_SECRET' } })).toContain('http://[::1]:8080/admin');
+    expect(
+      startupBanner(loadConfig({ HOST: '::1' }), 8080, { adminToken: { variable: 'ADMIN_TOKEN' }, webhookSecret: { variable: 'BANK_WEBHOOK_SECRET' } }),
+    ).toContain('http://[::1]:8080/admin');
   });
 });

@@ -7,7 +7,16 @@ import type { tracing } from '@opentelemetry/sdk-node';
  * URLs (document ids, an endpoint's query string with a client's token), and exceptions' messages and
  * stack traces. The route template (`http.route`), methods, statuses, addresses and statements stay.
  */
-const DROPPED_ATTRIBUTES = new Set(['http.url', 'http.target', 'url.full', 'url.path', 'url.query', 'http.request.header.authorization', 'exception.message', 'exception.stacktrace']);
+const DROPPED_ATTRIBUTES = new Set([
+  'http.url',
+  'http.target',
+  'url.full',
+  'url.path',
+  'url.query',
+  'http.request.header.authorization',
+  'exception.message',
+  'exception.stacktrace',
+]);
 
 export function redactedAttributes(attributes: Attributes): Attributes {
   let kept: Attributes | undefined;

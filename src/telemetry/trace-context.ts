@@ -62,7 +62,13 @@ export function outsideTrace<T>(work: () => T): T {
  * so that what `work` sends (the push delivery's HTTP request) carries this span's `traceparent`.
  * `outcome` names the result on the span. Without tracing the API's tracer makes a span that records nothing.
  */
-export async function inLinkedSpan<T>(name: string, traceParent: string | null | undefined, attributes: Attributes, work: () => Promise<T>, outcome: (result: T) => Attributes & { failed?: boolean }): Promise<T> {
+export async function inLinkedSpan<T>(
+  name: string,
+  traceParent: string | null | undefined,
+  attributes: Attributes,
+  work: () => Promise<T>,
+  outcome: (result: T) => Attributes & { failed?: boolean },
+): Promise<T> {
   const link = linkOf(traceParent);
   const span = trace.getTracer(SERVICE_NAME).startSpan(name, { kind: SpanKind.INTERNAL, root: true, links: link ? [link] : [], attributes }, ROOT_CONTEXT);
   try {

@@ -34,7 +34,9 @@ function hookImports(): () => Promise<void> {
   return () =>
     new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the module loader hook did not answer within ${LOADER_ACK_TIMEOUT_MS} ms`)), LOADER_ACK_TIMEOUT_MS);
-      waitForAllMessagesAcknowledged().then(resolve, reject).finally(() => clearTimeout(timer));
+      waitForAllMessagesAcknowledged()
+        .then(resolve, reject)
+        .finally(() => clearTimeout(timer));
     });
 }
 
@@ -61,7 +63,12 @@ export async function startSdk(env: NodeJS.ProcessEnv): Promise<() => Promise<vo
       }),
       // Names the server span after the route template (through the RPC metadata of the HTTP span). No
       // span per hook or handler: the statements beneath tell where a request's time went.
-      new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false, instrumentHandler: false, ignorePaths: (route) => untracedPath(route.url) }),
+      new FastifyOtelInstrumentation({
+        registerOnInitialization: true,
+        instrumentHooks: false,
+        instrumentHandler: false,
+        ignorePaths: (route) => untracedPath(route.url),
+      }),
       // Statements of background work outside a delivery's span (polls, leases, retention) are not traced.
       new PgInstrumentation({ requireParentSpan: true }),
       new UndiciInstrumentation({ requireParentforSpans: true }),

@@ -18,7 +18,9 @@ describe('verifyWebhookSignature', () => {
   it('accepts the signature in lower or upper case, and with the previous secret', () => {
     expect(verify()).toEqual({ valid: true });
     expect(verify({ signature: signWebhook(SECRET, TIMESTAMP, BODY).toUpperCase() })).toEqual({ valid: true });
-    expect(verify({ signature: signWebhook('old-secret-0123456789abcdef', TIMESTAMP, BODY) }, [SECRET, 'old-secret-0123456789abcdef'])).toEqual({ valid: true });
+    expect(verify({ signature: signWebhook('old-secret-0123456789abcdef', TIMESTAMP, BODY) }, [SECRET, 'old-secret-0123456789abcdef'])).toEqual({
+      valid: true,
+    });
   });
 
   it.each<[string, Parameters<typeof verify>, string]>([

@@ -7,8 +7,7 @@ export const TIMESTAMP_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 export const SIGNATURE_PATTERN = /^[0-9a-fA-F]{64}$/;
 
 export type SignatureVerdict =
-  | { valid: true }
-  | { valid: false; reason: 'not_configured' | 'missing_header' | 'malformed_timestamp' | 'outside_window' | 'mismatch' };
+  { valid: true } | { valid: false; reason: 'not_configured' | 'missing_header' | 'malformed_timestamp' | 'outside_window' | 'mismatch' };
 
 export interface SignedRequest {
   timestamp: unknown;

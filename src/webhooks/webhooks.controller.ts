@@ -19,7 +19,10 @@ const FIELD_EXAMPLES: Record<(typeof PAYLOAD_FIELDS)[number], { example: string;
       'PAID, FAILED and REFUNDED move the document to PAID, PAYMENT_FAILED and REFUNDED where its lifecycle allows. ' +
       'Any other value, or a transition the lifecycle does not allow (late, out of order), is recorded and acknowledged and changes nothing.',
   },
-  providerReference: { example: 'PAY-2026-0001', description: "The document's providerReference; an event for none yet is kept and applied when that document is created" },
+  providerReference: {
+    example: 'PAY-2026-0001',
+    description: "The document's providerReference; an event for none yet is kept and applied when that document is created",
+  },
 };
 
 const SIGNING = `**Signature.** \`X-Provider-Signature\` is the HMAC-SHA256, hex-encoded (either case), of the UTF-8 string

@@ -157,10 +157,17 @@ describe('deploy/compose/init-secrets.sh (the service `secrets`)', () => {
   const read = (file: string) => readFile(file, 'utf8');
   /** What the gateway sees: the generated .env loaded the way src/startup/env-file.ts loads it. */
   const gatewayEnv = (): Env => {
-    const output = execFileSync(process.execPath, ['-e', `process.loadEnvFile(${JSON.stringify(join(appData, '.env'))}); process.stdout.write(JSON.stringify({ PGPASSWORD: process.env.PGPASSWORD, METRICS_TOKEN: process.env.METRICS_TOKEN }))`], {
-      env: { PATH: process.env.PATH },
-      encoding: 'utf8',
-    });
+    const output = execFileSync(
+      process.execPath,
+      [
+        '-e',
+        `process.loadEnvFile(${JSON.stringify(join(appData, '.env'))}); process.stdout.write(JSON.stringify({ PGPASSWORD: process.env.PGPASSWORD, METRICS_TOKEN: process.env.METRICS_TOKEN }))`,
+      ],
+      {
+        env: { PATH: process.env.PATH },
+        encoding: 'utf8',
+      },
+    );
     return JSON.parse(output) as Env;
   };
 

@@ -39,7 +39,13 @@ const OPENTELEMETRY = new Set([
 ]);
 
 /** Every variable the configuration class declares (each has at least one validation rule), read now. */
-const configured = [...new Set(getMetadataStorage().getTargetValidationMetadatas(AppConfig, '', false, false).map((m) => m.propertyName))];
+const configured = [
+  ...new Set(
+    getMetadataStorage()
+      .getTargetValidationMetadatas(AppConfig, '', false, false)
+      .map((m) => m.propertyName),
+  ),
+];
 const defaults = new AppConfig() as unknown as Record<string, string | number | boolean | undefined>;
 const defaultOf = (name: string) => (defaults[name] === undefined ? undefined : String(defaults[name]));
 
@@ -94,14 +100,17 @@ describe('.env.example against the configuration class (one source of truth)', (
       .map((e) => `line ${e.line}: ${e.name} says (default: ${statedDefault(e)}), the class ${defaultOf(e.name)}`);
     expect(wrong).toEqual([]);
     // A variable without a default says so, unless its comment is shared with the lines below it.
-    const unsetSaysOtherwise = forGateway.filter((e) => defaultOf(e.name) === undefined && statedDefault(e) !== undefined && !/unset|user name/.test(statedDefault(e)!));
+    const unsetSaysOtherwise = forGateway.filter(
+      (e) => defaultOf(e.name) === undefined && statedDefault(e) !== undefined && !/unset|user name/.test(statedDefault(e)!),
+    );
     expect(unsetSaysOtherwise.map((e) => e.name)).toEqual([]);
   });
 
   it('gives only values the gateway accepts', () => {
     // Settings that only go together are checked with their companions set.
     const together = [['OIDC_ISSUER_URL', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET']];
-    const companions = (name: string) => Object.fromEntries((together.find((group) => group.includes(name)) ?? []).map((other) => [other, 'a-companion-value']));
+    const companions = (name: string) =>
+      Object.fromEntries((together.find((group) => group.includes(name)) ?? []).map((other) => [other, 'a-companion-value']));
     const refused = forGateway
       .filter((e) => e.value !== '')
       .flatMap((e) => {

@@ -88,13 +88,20 @@ describe('deploy/kubernetes: every manifest against the Kubernetes schemas', () 
   });
 
   it('leaves the count of a workload an autoscaler scales to the autoscaler: no `replicas` that each `kubectl apply` would reset it to', () => {
-    const scaled = objects.filter(({ object }) => object.kind === 'HorizontalPodAutoscaler').map(({ object }) => (object as KubernetesObject & { spec: any }).spec.scaleTargetRef);
+    const scaled = objects
+      .filter(({ object }) => object.kind === 'HorizontalPodAutoscaler')
+      .map(({ object }) => (object as KubernetesObject & { spec: any }).spec.scaleTargetRef);
     expect(scaled.length).toBeGreaterThan(0);
     const targets = objects.filter(({ object }) =>
-      scaled.some((ref: { apiVersion: string; kind: string; name: string }) => ref.apiVersion === object.apiVersion && ref.kind === object.kind && ref.name === object.metadata?.name),
+      scaled.some(
+        (ref: { apiVersion: string; kind: string; name: string }) =>
+          ref.apiVersion === object.apiVersion && ref.kind === object.kind && ref.name === object.metadata?.name,
+      ),
     );
     expect(targets.map(({ source }) => source)).toContainEqual(expect.stringMatching(/^deploy\/kubernetes\/deployment\.yaml#/));
-    expect(targets.filter(({ object }) => (object as KubernetesObject & { spec: { replicas?: number } }).spec.replicas !== undefined).map(({ source }) => source)).toEqual([]);
+    expect(
+      targets.filter(({ object }) => (object as KubernetesObject & { spec: { replicas?: number } }).spec.replicas !== undefined).map(({ source }) => source),
+    ).toEqual([]);
   });
 
   it('lists in its kustomizations every file that exists, and every manifest but the Secret template and the examples', () => {
@@ -128,11 +135,15 @@ describe('deploy/kubernetes: every manifest against the Kubernetes schemas', () 
     // The base puts everything in one namespace; the example overlay swaps the image and keeps it.
     expect(new Set(built.map((m) => m.object.metadata?.namespace))).toEqual(new Set([NAME]));
     const images = (prefix: string) =>
-      built.filter((m) => m.source.startsWith(`kubectl kustomize ${prefix}#`) || m.source.startsWith(`kubectl kustomize ${prefix}/migrations#`)).flatMap((m) => JSON.stringify(m.object).match(/"image":"[^"]+"/g) ?? []);
+      built
+        .filter((m) => m.source.startsWith(`kubectl kustomize ${prefix}#`) || m.source.startsWith(`kubectl kustomize ${prefix}/migrations#`))
+        .flatMap((m) => JSON.stringify(m.object).match(/"image":"[^"]+"/g) ?? []);
     expect(new Set(images('deploy/kubernetes'))).toEqual(new Set([`"image":"${NAME}:0.1.0"`]));
     expect(new Set(images('deploy/overlay-example/app'))).toEqual(new Set([`"image":"registry.example.com/${NAME}:0.1.0"`]));
     // The dashboard becomes a ConfigMap Grafana's sidecar picks up.
-    const dashboardMap = built.find((m) => m.object.kind === 'ConfigMap' && m.object.metadata?.name === `${NAME}-dashboard`)!.object as KubernetesObject & { data: Record<string, string> };
+    const dashboardMap = built.find((m) => m.object.kind === 'ConfigMap' && m.object.metadata?.name === `${NAME}-dashboard`)!.object as KubernetesObject & {
+      data: Record<string, string>;
+    };
     expect(dashboardMap.metadata?.labels).toMatchObject({ grafana_dashboard: '1' });
     expect(JSON.parse(dashboardMap.data[`${NAME}.json`]).uid).toBe(NAME);
   });
@@ -146,7 +157,10 @@ describe('deploy/kubernetes: the instances', () => {
     expect(container.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
     expect(container.resources.requests).toEqual(expect.objectContaining({ cpu: expect.any(String), memory: expect.any(String) }));
     expect(container.resources.limits).toEqual(expect.objectContaining({ memory: expect.any(String) }));
-    expect(podSpec.topologySpreadConstraints.map((c: { topologyKey: string }) => c.topologyKey)).toEqual(['topology.kubernetes.io/zone', 'kubernetes.io/hostname']);
+    expect(podSpec.topologySpreadConstraints.map((c: { topologyKey: string }) => c.topologyKey)).toEqual([
+      'topology.kubernetes.io/zone',
+      'kubernetes.io/hostname',
+    ]);
     for (const constraint of podSpec.topologySpreadConstraints) expect(matches(constraint.labelSelector.matchLabels, podLabels)).toBe(true);
   });
 
@@ -177,7 +191,12 @@ describe('deploy/kubernetes: the instances', () => {
   it('takes the secrets from the Secret whose template lists them, the required ones required', () => {
     const secret = find('secret.example.yaml', 'Secret');
     const fromSecret = (env: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } } }[]) =>
-      env.map(({ name, valueFrom }) => ({ name, secret: valueFrom?.secretKeyRef?.name, key: valueFrom?.secretKeyRef?.key, optional: valueFrom?.secretKeyRef?.optional ?? false }));
+      env.map(({ name, valueFrom }) => ({
+        name,
+        secret: valueFrom?.secretKeyRef?.name,
+        key: valueFrom?.secretKeyRef?.key,
+        optional: valueFrom?.secretKeyRef?.optional ?? false,
+      }));
     const env = fromSecret(container.env);
     expect(env.filter((e) => !e.optional).map((e) => e.name)).toEqual(['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'METRICS_TOKEN']);
     expect(env.filter((e) => e.optional).map((e) => e.name)).toEqual(['BANK_WEBHOOK_SECRET_PREVIOUS', 'REDIS_URL', 'OTEL_EXPORTER_OTLP_HEADERS']);
@@ -235,7 +254,9 @@ describe('deploy/kubernetes: the instances', () => {
     expect(migrate.command).toEqual(['node', 'dist/database/migration-cli.js', 'run']);
     // dist/ is compiled from src/ (tsconfig.build.json: rootDir src).
     expect(existsSync(join(ROOT, 'src', 'database', 'migration-cli.ts'))).toBe(true);
-    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts['migration:run']).toBe('node --import @swc-node/register/esm-register src/database/migration-cli.ts run');
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts['migration:run']).toBe(
+      'node --import @swc-node/register/esm-register src/database/migration-cli.ts run',
+    );
     expect(migrate.image).toBe(container.image);
     expect(migrate.env).toEqual([{ name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: NAME, key: 'DATABASE_URL' } } }]);
     expect(migrate.securityContext).toEqual(container.securityContext);
@@ -287,12 +308,22 @@ describe('deploy/kubernetes/monitoring: alerts and dashboard', () => {
     // OTEL_SERVICE_NAME's default (.env.example).
     const service = readEnvExample().find((e) => e.name === 'OTEL_SERVICE_NAME')!.value;
     expect(templating.list.find((v) => v.name === 'service')).toMatchObject({ type: 'textbox', query: service });
-    const panelLinks = panels.flatMap((p) => ((p as { fieldConfig?: { defaults: { links?: { url: string }[] } } }).fieldConfig?.defaults.links ?? []).map((link) => ({ panel: p.title, url: link.url })));
-    expect(panelLinks.map((l) => l.panel)).toEqual(expect.arrayContaining(['p99 latency by route', '5xx by route', 'Delivery attempts by outcome', 'Bank webhook events by outcome']));
+    const panelLinks = panels.flatMap((p) =>
+      ((p as { fieldConfig?: { defaults: { links?: { url: string }[] } } }).fieldConfig?.defaults.links ?? []).map((link) => ({
+        panel: p.title,
+        url: link.url,
+      })),
+    );
+    expect(panelLinks.map((l) => l.panel)).toEqual(
+      expect.arrayContaining(['p99 latency by route', '5xx by route', 'Delivery attempts by outcome', 'Bank webhook events by outcome']),
+    );
     for (const { url } of [...links, ...panelLinks]) {
       const [path, query] = url.split('?');
       expect(path).toBe('/explore');
-      const panes = JSON.parse(new URLSearchParams(query).get('panes')!) as Record<string, { datasource: string; queries: { datasource: { type: string; uid: string }; queryType: string; query: string }[] }>;
+      const panes = JSON.parse(new URLSearchParams(query).get('panes')!) as Record<
+        string,
+        { datasource: string; queries: { datasource: { type: string; uid: string }; queryType: string; query: string }[] }
+      >;
       for (const pane of Object.values(panes)) {
         expect(pane.datasource).toBe('${tempo}');
         for (const q of pane.queries) {
@@ -322,7 +353,9 @@ describe('deploy/kubernetes/examples', () => {
     const secret = find('secret.example.yaml', 'Secret');
     expect(secret.stringData!.REDIS_URL).toBe(`redis://${valkey.metadata!.name}:${valkey.spec.ports[0].port}`);
     const ingress = find('examples/ingress.yaml', 'Ingress');
-    const backends = ingress.spec.rules.flatMap((r: { http: { paths: { backend: { service: { name: string } } }[] } }) => r.http.paths.map((p) => p.backend.service.name));
+    const backends = ingress.spec.rules.flatMap((r: { http: { paths: { backend: { service: { name: string } } }[] } }) =>
+      r.http.paths.map((p) => p.backend.service.name),
+    );
     expect(new Set(backends)).toEqual(new Set([NAME]));
   });
 

@@ -81,13 +81,18 @@ describe('admin REST endpoints', () => {
       const token = (await admin('POST', `/admin/admins/${person.id}/tokens`, {})).json().token;
       const withToken = await t.app.inject({ method: 'GET', url: '/admin/me', headers: { authorization: `Bearer ${token}` }, remoteAddress: attacker });
       expect(withToken.statusCode).toBe(200);
-      expect((await t.app.inject({ method: 'GET', url: '/admin/api-keys', headers: { authorization: 'Bearer nope' }, remoteAddress: attacker })).statusCode).toBe(429);
-      expect((await t.app.inject({ method: 'GET', url: '/admin/api-keys', headers: { authorization: 'Bearer nope' }, remoteAddress: '10.9.9.10' })).statusCode).toBe(401);
+      expect(
+        (await t.app.inject({ method: 'GET', url: '/admin/api-keys', headers: { authorization: 'Bearer nope' }, remoteAddress: attacker })).statusCode,
+      ).toBe(429);
+      expect(
+        (await t.app.inject({ method: 'GET', url: '/admin/api-keys', headers: { authorization: 'Bearer nope' }, remoteAddress: '10.9.9.10' })).statusCode,
+      ).toBe(401);
     });
 
     it('does not count a request without any credential (the console asking for its session) against the lockout', async () => {
       const visitor = '10.9.7.6';
-      const failures = async () => Number((await t.db.query('SELECT coalesce(sum(failures), 0) AS n FROM admin_auth_failures WHERE remote_address = $1', [visitor])).rows[0].n);
+      const failures = async () =>
+        Number((await t.db.query('SELECT coalesce(sum(failures), 0) AS n FROM admin_auth_failures WHERE remote_address = $1', [visitor])).rows[0].n);
       for (let i = 0; i < 15; i++) {
         const res = await t.app.inject({ method: 'GET', url: '/admin/me', remoteAddress: visitor });
         expect(res.statusCode).toBe(401);
@@ -294,14 +299,27 @@ describe('admin REST endpoints', () => {
       const res = await admin('GET', '/admin/audit-log?limit=4');
       expect(res.statusCode).toBe(200);
       const { data } = res.json();
-      expect(data.map((e: { action: string; keyId: string; source: string; remoteAddress: string }) => [e.action, e.keyId, e.source, e.remoteAddress])).toEqual([
-        ['api_key.revoked', rotatedTo.id, source, '192.0.2.9'],
-        ['api_key.created', rotatedTo.id, source, '192.0.2.8'],
-        ['api_key.rotated', created.id, source, '192.0.2.8'],
-        ['api_key.created', created.id, source, '192.0.2.7'],
-      ]);
+      expect(data.map((e: { action: string; keyId: string; source: string; remoteAddress: string }) => [e.action, e.keyId, e.source, e.remoteAddress])).toEqual(
+        [
+          ['api_key.revoked', rotatedTo.id, source, '192.0.2.9'],
+          ['api_key.created', rotatedTo.id, source, '192.0.2.8'],
+          ['api_key.rotated', created.id, source, '192.0.2.8'],
+          ['api_key.created', created.id, source, '192.0.2.7'],
+        ],
+      );
       for (const entry of data) {
-        expect(Object.keys(entry).sort()).toEqual(['action', 'actor', 'changes', 'createdAt', 'id', 'keyId', 'remoteAddress', 'source', 'targetId', 'targetType']);
+        expect(Object.keys(entry).sort()).toEqual([
+          'action',
+          'actor',
+          'changes',
+          'createdAt',
+          'id',
+          'keyId',
+          'remoteAddress',
+          'source',
+          'targetId',
+          'targetType',
+        ]);
         // ADMIN_TOKEN is the break-glass credential: it names no person.
         expect(entry.actor).toEqual({ type: 'bootstrap', adminId: null, email: null });
         expect(entry).toMatchObject({ targetType: 'api_key', targetId: entry.keyId });

@@ -13,7 +13,15 @@ import { waitFor } from '../support/processes.js';
 import { startTestApp, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, TestApp } from '../support/test-app.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 const TOKEN_STORAGE_KEY = 'tdg.adminToken';
 const KEY_FORMAT = /^sk_tax_[0-9A-Za-z]{43}$/;
 const ADMIN_TOKEN_FORMAT = /^adm_tax_[0-9A-Za-z]{32,}$/;
@@ -85,7 +93,8 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     return { id: created.json().id, email, token: issued.json().token };
   };
   /** GET /admin/me with `token`, from an address of its own: a refusal here must not count towards the browser's lockout. */
-  const whoIs = (token: string) => t.app.inject({ method: 'GET', url: '/admin/me', headers: { authorization: `Bearer ${token}` }, remoteAddress: '198.51.100.70' });
+  const whoIs = (token: string) =>
+    t.app.inject({ method: 'GET', url: '/admin/me', headers: { authorization: `Bearer ${token}` }, remoteAddress: '198.51.100.70' });
   const failures = async () => Number((await t.db.query('SELECT coalesce(sum(failures), 0) AS n FROM admin_auth_failures')).rows[0].n);
 
   /**
@@ -204,7 +213,10 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     expect(html).not.toMatch(/\son[a-z]+\s*=/i);
     expect(html).not.toMatch(/\sstyle\s*=|<style/i);
 
-    for (const [path, type] of [...CONSOLE_SCRIPTS.map((name) => [`/admin/${name}`, /^text\/javascript/] as const), ['/admin/console.css', /^text\/css/] as const]) {
+    for (const [path, type] of [
+      ...CONSOLE_SCRIPTS.map((name) => [`/admin/${name}`, /^text\/javascript/] as const),
+      ['/admin/console.css', /^text\/css/] as const,
+    ]) {
       const asset = await fetch(`${baseUrl}${path}`);
       expect([path, asset.status]).toEqual([path, 200]);
       expect(asset.headers.get('content-type')).toMatch(type);
@@ -322,14 +334,18 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
 
     // Cancelling changes nothing.
     const dialog = page.getByRole('dialog', { name: 'Revoke this key?' });
-    await row(id).getByRole('button', { name: /^Revoke key/ }).click();
+    await row(id)
+      .getByRole('button', { name: /^Revoke key/ })
+      .click();
     await dialog.waitFor();
     expect(await dialog.textContent()).toContain(`${key.slice(0, 12)}…${key.slice(-4)}`);
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'hidden' });
     expect(await me(key)).toBe(200);
 
-    await row(id).getByRole('button', { name: /^Revoke key/ }).click();
+    await row(id)
+      .getByRole('button', { name: /^Revoke key/ })
+      .click();
     await dialog.waitFor();
     await page.screenshot({ path: screenshotPath('admin-console-dialog.png') });
     await dialog.getByRole('button', { name: 'Revoke key', exact: true }).click();
@@ -360,7 +376,9 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     expect(await page.locator('[data-testid="keys-table"] img').count()).toBe(0);
     expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
 
-    await row(old.id).getByRole('button', { name: /^Rotate key/ }).click();
+    await row(old.id)
+      .getByRole('button', { name: /^Rotate key/ })
+      .click();
     const dialog = page.getByRole('dialog', { name: 'Rotate this key?' });
     await dialog.waitFor();
     await dialog.getByLabel('Grace period (seconds)').fill('0');
@@ -397,7 +415,9 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await page.getByRole('button', { name: 'I have stored it' }).click();
     expect(await error.isVisible()).toBe(false);
     expect(await row(id).locator('time[datetime="2031-05-04T10:30:00.000Z"]').textContent()).toBe('2031-05-04 10:30 UTC');
-    await row(id).getByRole('button', { name: /^Rotate key/ }).click();
+    await row(id)
+      .getByRole('button', { name: /^Rotate key/ })
+      .click();
     const dialog = page.getByRole('dialog', { name: 'Rotate this key?' });
     await dialog.getByLabel('Grace period (seconds)').fill('90000');
     await dialog.getByRole('button', { name: 'Rotate key' }).click();
@@ -412,8 +432,16 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await page.getByRole('button', { name: 'I have stored it' }).click();
     await status(id, 'ACTIVE');
     await row(id).getByText('stops').waitFor();
-    expect(await row(id).getByRole('button', { name: /^Rotate key/ }).count()).toBe(0);
-    expect(await row(id).getByRole('button', { name: /^Revoke key/ }).count()).toBe(1);
+    expect(
+      await row(id)
+        .getByRole('button', { name: /^Rotate key/ })
+        .count(),
+    ).toBe(0);
+    expect(
+      await row(id)
+        .getByRole('button', { name: /^Revoke key/ })
+        .count(),
+    ).toBe(1);
     await page.screenshot({ path: screenshotPath('admin-console-keys.png'), fullPage: true });
     expect(problems.filter((s) => !REFUSED_FETCH.test(s))).toEqual([]);
     // The two refusals this test asked for are accounted for; the next tests start with none.
@@ -543,7 +571,8 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
   });
 
   it('pages through a list longer than a page with More, and searches by source across keys, endpoints and deliveries', async () => {
-    for (let i = 0; i < PAGE_SIZE + 5; i++) expect((await adminApi('POST', '/admin/api-keys', { source: 'browser-paging', name: `paged ${i}` })).statusCode).toBe(201);
+    for (let i = 0; i < PAGE_SIZE + 5; i++)
+      expect((await adminApi('POST', '/admin/api-keys', { source: 'browser-paging', name: `paged ${i}` })).statusCode).toBe(201);
 
     // Not a source at all: said once, at the search field, and nothing is asked.
     await page.getByTestId('search-source').fill('Not A Source');
@@ -554,7 +583,10 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
 
     await page.getByTestId('search-source').fill('browser-paging');
     await page.getByTestId('search-submit').click();
-    await page.getByTestId('search-summary-keys').filter({ hasText: `${PAGE_SIZE}+ API keys` }).waitFor();
+    await page
+      .getByTestId('search-summary-keys')
+      .filter({ hasText: `${PAGE_SIZE}+ API keys` })
+      .waitFor();
     expect(await page.getByTestId('notice').isVisible()).toBe(false);
     await go(page, 'keys');
     const rows = page.locator('[data-testid="key-row"]');
@@ -590,7 +622,9 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await go(page, 'deliveries');
     await page.getByTestId('filter-delivery-status').selectOption('');
     await deliveryRow(page, failingId).waitFor();
-    expect(new Set(await page.locator('[data-testid="push-deliveries-table"] [data-testid="push-delivery-row"] .source').allTextContents())).toEqual(new Set([push.source]));
+    expect(new Set(await page.locator('[data-testid="push-deliveries-table"] [data-testid="push-delivery-row"] .source').allTextContents())).toEqual(
+      new Set([push.source]),
+    );
 
     await page.getByTestId('search-clear').click();
     await page.getByTestId('search-summary').waitFor({ state: 'hidden' });
@@ -611,7 +645,14 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
   it('finds documents by source and by providerReference, and opens one with its events, deliveries and bank events', async () => {
     const other = await newSourceWithKey(t.app, 'browser-docs-other');
     expect((await postDocument(t.app, other.key, documentBody(other.source, { providerReference: 'PAY-BROWSER-DOC-2' }))).statusCode).toBe(201);
-    expect((await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, { eventId: 'evt-browser-doc', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'PAY-BROWSER-DOC' }))).statusCode).toBe(200);
+    expect(
+      (
+        await sendWebhook(
+          t.app,
+          signedWebhook(TEST_WEBHOOK_SECRET, { eventId: 'evt-browser-doc', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'PAY-BROWSER-DOC' }),
+        )
+      ).statusCode,
+    ).toBe(200);
 
     await go(page, 'documents');
     // Neither a source nor a reference: said at once, nothing asked.
@@ -637,7 +678,10 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     const detail = page.getByTestId('document-detail');
     await detail.getByTestId('document-id').filter({ hasText: pushDocumentId }).waitFor();
     const events = detail.locator('[data-testid="document-event-row"]');
-    expect(await events.allTextContents()).toEqual([expect.stringContaining('document.created'), expect.stringMatching(/document\.status_changed.*PENDING_PAYMENT → PAID/)]);
+    expect(await events.allTextContents()).toEqual([
+      expect.stringContaining('document.created'),
+      expect.stringMatching(/document\.status_changed.*PENDING_PAYMENT → PAID/),
+    ]);
     await detail.locator(`[data-testid="push-delivery-row"][data-delivery-id="${failingId}"][data-status="succeeded"]`).waitFor();
     await detail.locator('[data-testid="webhook-row"][data-event-id="evt-browser-doc"][data-outcome="applied"]').waitFor();
     // No other source claims its reference: nothing about claims is shown.
@@ -698,7 +742,9 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await page.getByTestId('filter-outcome').selectOption('ambiguous');
     await rowOf(ambiguous.eventId).waitFor();
     expect(await table.locator('[data-testid="webhook-row"]').count()).toBe(1);
-    await rowOf(ambiguous.eventId).getByRole('button', { name: /^Apply bank event/ }).click();
+    await rowOf(ambiguous.eventId)
+      .getByRole('button', { name: /^Apply bank event/ })
+      .click();
     const dialog = page.getByRole('dialog', { name: 'Apply this bank event?' });
     await dialog.getByTestId('apply-choice').nth(1).waitFor();
     expect(await dialog.getByTestId('apply-choice').count()).toBe(2);
@@ -722,7 +768,12 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     // The seeded traffic: the first attempt answered 500, the retry 200, and the bank events of the tests above.
     // Waited for, not counted at once: the overview may still show the figures of an earlier visit while
     // it fetches new ones.
-    for (const bar of [deliveries.locator('rect.bar-retried'), deliveries.locator('rect.bar-succeeded'), bank.locator('rect.bar-applied'), bank.locator('rect.bar-unmatched')]) {
+    for (const bar of [
+      deliveries.locator('rect.bar-retried'),
+      deliveries.locator('rect.bar-succeeded'),
+      bank.locator('rect.bar-applied'),
+      bank.locator('rect.bar-unmatched'),
+    ]) {
       await bar.first().waitFor();
     }
     // A delivery that failed once and succeeded on its retry counts its failed attempt as retried, not
@@ -747,12 +798,20 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
       failed: attempts.gaveUp,
     });
     for (const series of ['succeeded', 'retried', 'failed'] as const) {
-      const drawn = await deliveries.locator(`rect.bar-${series}`).evaluateAll((rects) => rects.reduce((sum, r) => sum + Number(r.getAttribute('data-value')), 0));
+      const drawn = await deliveries
+        .locator(`rect.bar-${series}`)
+        .evaluateAll((rects) => rects.reduce((sum, r) => sum + Number(r.getAttribute('data-value')), 0));
       expect([series, drawn]).toEqual([series, total(series)]);
       expect(await deliveries.locator(`.legend [data-series="${series}"] strong`).textContent()).toBe(String(total(series)));
     }
-    expect(await deliveries.locator('.legend li').allTextContents()).toEqual([`Succeeded ${total('succeeded')}`, `Retried ${total('retried')}`, `Failed ${total('failed')}`]);
-    expect(await deliveries.locator('svg').getAttribute('aria-label')).toMatch(/^Push attempts in the last 3 hours, per minute: \d+ succeeded, \d+ retried(, \d+ failed)?\.$/);
+    expect(await deliveries.locator('.legend li').allTextContents()).toEqual([
+      `Succeeded ${total('succeeded')}`,
+      `Retried ${total('retried')}`,
+      `Failed ${total('failed')}`,
+    ]);
+    expect(await deliveries.locator('svg').getAttribute('aria-label')).toMatch(
+      /^Push attempts in the last 3 hours, per minute: \d+ succeeded, \d+ retried(, \d+ failed)?\.$/,
+    );
     // Bars have height: a chart of zero-height rectangles would pass the counts above.
     const heights = await bank.locator('rect.bar').evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('height'))));
     expect(Math.min(...heights)).toBeGreaterThan(0);
@@ -827,7 +886,8 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     await go(page, 'audit');
     await page.getByTestId('filter-action').selectOption('admin.updated');
     const changes = page.locator('[data-testid="audit-row"]').getByTestId('audit-changes');
-    for (const change of ['role: viewer → operator', 'disabled: false → true', 'disabled: true → false']) await changes.filter({ hasText: change }).first().waitFor();
+    for (const change of ['role: viewer → operator', 'disabled: false → true', 'disabled: true → false'])
+      await changes.filter({ hasText: change }).first().waitFor();
     await page.getByTestId('filter-action').selectOption('');
     expect(unexpected(problems)).toEqual([]);
   });

@@ -51,7 +51,8 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
     expect(res.status).toBe(201);
     return res.body as { id: string; email: string };
   };
-  const auditEntries = async (action: string) => (await admin('GET', `/admin/audit-log?action=${action}&limit=200`)).body.data as Array<Record<string, unknown>>;
+  const auditEntries = async (action: string) =>
+    (await admin('GET', `/admin/audit-log?action=${action}&limit=200`)).body.data as Array<Record<string, unknown>>;
 
   /**
    * A browser of its own (no cookies) that signs in at the provider as `login`. `landedOn` is where the
@@ -77,10 +78,11 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
     return { context, page, landedOn };
   };
   /** GET /admin/me as the page itself asks it: same origin, the session cookie sent by the browser. */
-  const meFrom = (page: Page) => page.evaluate(async () => {
-    const res = await fetch('/admin/me');
-    return { status: res.status, body: await res.json() };
-  });
+  const meFrom = (page: Page) =>
+    page.evaluate(async () => {
+      const res = await fetch('/admin/me');
+      return { status: res.status, body: await res.json() };
+    });
   const sessionCookie = async (context: BrowserContext) => (await context.cookies()).find((c) => c.name === 'tdg_admin_session');
 
   beforeAll(async () => {
@@ -103,7 +105,10 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       OIDC_CLIENT_ID: CLIENT_ID,
       OIDC_CLIENT_SECRET: CLIENT_SECRET,
     });
-    await waitFor(async () => (await fetch(`${baseUrl}/health/ready`)).ok || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.output()))), 'the gateway');
+    await waitFor(
+      async () => (await fetch(`${baseUrl}/health/ready`)).ok || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.output()))),
+      'the gateway',
+    );
     await db.connect();
     userDataDir = await mkdtemp(join(tmpdir(), 'admin-sso-chromium-'));
     browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS, timeout: BROWSER_TIMEOUT_MS });
@@ -143,23 +148,36 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       const me = await meFrom(page);
       expect(me).toEqual({
         status: 200,
-        body: { actor: { type: 'session', adminId: ada.id, email: ada.email }, role: 'admin', csrfToken: expect.any(String), tokensExpireBy: expect.any(String) },
+        body: {
+          actor: { type: 'session', adminId: ada.id, email: ada.email },
+          role: 'admin',
+          csrfToken: expect.any(String),
+          tokensExpireBy: expect.any(String),
+        },
       });
       // A token issued in this session must expire within ADMIN_TOKEN_MAX_TTL: the form says so, and one without an expiry is refused.
       await page.getByTestId('nav-my-tokens').click();
       const panel = page.getByTestId('token-panel');
       const hint = panel.getByTestId('token-expires-hint');
       await hint.waitFor();
-      expect(await hint.textContent()).toMatch(/^In your local time\. Required: at most .+ \(ADMIN_TOKEN_MAX_TTL from now: a token issued in a console session always expires\)\.$/);
+      expect(await hint.textContent()).toMatch(
+        /^In your local time\. Required: at most .+ \(ADMIN_TOKEN_MAX_TTL from now: a token issued in a console session always expires\)\.$/,
+      );
       // The console's own /admin/me, asked when it loaded: ADMIN_TOKEN_MAX_TTL (P90D) from then.
       const shownBy = Date.parse((await hint.locator('time').getAttribute('datetime')) ?? '');
       expect(Math.abs(shownBy - Date.parse(me.body.tokensExpireBy as string))).toBeLessThan(10 * 60_000);
       await panel.getByRole('button', { name: 'Issue token' }).click();
       const error = panel.getByTestId('token-error');
       await error.waitFor();
-      expect(await error.locator('li[data-field="expiresAt"]').textContent()).toMatch(/^Expires: is required in a console session, at most .+ \(ADMIN_TOKEN_MAX_TTL from now\)$/);
+      expect(await error.locator('li[data-field="expiresAt"]').textContent()).toMatch(
+        /^Expires: is required in a console session, at most .+ \(ADMIN_TOKEN_MAX_TTL from now\)$/,
+      );
       const signedIn = (await auditEntries('admin.signed_in')).find((e) => (e.actor as { adminId: string }).adminId === ada.id);
-      expect(signedIn).toMatchObject({ actor: { type: 'session', adminId: ada.id, email: ada.email }, targetType: 'admin_session', remoteAddress: '127.0.0.1' });
+      expect(signedIn).toMatchObject({
+        actor: { type: 'session', adminId: ada.id, email: ada.email },
+        targetType: 'admin_session',
+        remoteAddress: '127.0.0.1',
+      });
     } finally {
       await context.close();
     }
@@ -173,11 +191,17 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       const cookie = `tdg_admin_session=${(await sessionCookie(context))!.value}`;
       const csrfToken = (await meFrom(page)).body.csrfToken as string;
       const post = (headers: Record<string, string>) =>
-        fetch(`${baseUrl}/admin/api-keys`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', ...headers }, body: JSON.stringify({ source: 'csrf-test' }) });
+        fetch(`${baseUrl}/admin/api-keys`, {
+          method: 'POST',
+          headers: { cookie, 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({ source: 'csrf-test' }),
+        });
 
       // The cookie sent by another site's page or form (its own Origin), or by a script with no Origin at all.
       const before = await keys();
-      for (const headers of [{ origin: 'https://evil.example' }, {}, { 'x-csrf-token': 'not-the-token' }, { origin: 'null' }] as Array<Record<string, string>>) {
+      for (const headers of [{ origin: 'https://evil.example' }, {}, { 'x-csrf-token': 'not-the-token' }, { origin: 'null' }] as Array<
+        Record<string, string>
+      >) {
         const refused = await post(headers);
         expect([JSON.stringify(headers), refused.status, (await refused.json()).code]).toEqual([JSON.stringify(headers), 403, 'FORBIDDEN']);
       }
@@ -186,7 +210,11 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
       expect((await post({ 'x-csrf-token': csrfToken })).status).toBe(201);
       // The console's own page: the browser names its origin.
       const fromPage = await page.evaluate(async () => {
-        const res = await fetch('/admin/api-keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: 'csrf-test' }) });
+        const res = await fetch('/admin/api-keys', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ source: 'csrf-test' }),
+        });
         return { status: res.status, body: await res.json() };
       });
       expect(fromPage.status).toBe(201);
@@ -342,7 +370,11 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
         req.end(body);
       });
     try {
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok || (behindProxy.child.exitCode !== null && Promise.reject(new Error(behindProxy.output()))), 'the second gateway');
+      await waitFor(
+        async () =>
+          (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok || (behindProxy.child.exitCode !== null && Promise.reject(new Error(behindProxy.output()))),
+        'the second gateway',
+      );
       const login = await send('GET', '/admin/auth/login');
       expect(login.status).toBe(302);
       expect(new URL(String(login.headers.location)).searchParams.get('redirect_uri')).toBe(`${publicUrl}/admin/auth/callback`);
@@ -350,9 +382,17 @@ describeWithBrowser('admin single sign-on')('console single sign-on', () => {
 
       const lin = await newAdmin(`lin.${Date.now()}@example.com`, 'admin');
       const cookie = 'public-url-session-cookie-0123456789abcdef';
-      await db.query(`INSERT INTO admin_sessions (admin_id, token_hash, csrf_token, expires_at) VALUES ($1, encode(sha256($2::bytea), 'hex'), 'csrf', now() + interval '1 hour')`, [lin.id, cookie]);
+      await db.query(
+        `INSERT INTO admin_sessions (admin_id, token_hash, csrf_token, expires_at) VALUES ($1, encode(sha256($2::bytea), 'hex'), 'csrf', now() + interval '1 hour')`,
+        [lin.id, cookie],
+      );
       const post = (origin: string) =>
-        send('POST', '/admin/api-keys', { origin, cookie: `tdg_admin_session=${cookie}`, 'content-type': 'application/json' }, JSON.stringify({ source: 'public-url-test' }));
+        send(
+          'POST',
+          '/admin/api-keys',
+          { origin, cookie: `tdg_admin_session=${cookie}`, 'content-type': 'application/json' },
+          JSON.stringify({ source: 'public-url-test' }),
+        );
       // The origin the Host header would make is not the console's; the configured one is.
       expect((await post('http://attacker.example')).status).toBe(403);
       expect((await post(publicUrl)).status).toBe(201);

@@ -61,14 +61,27 @@ describe('administrators', () => {
       const res = await bootstrap('POST', '/admin/admins', { email, role: 'operator', name: 'Ada' });
       expect(res.statusCode).toBe(201);
       const created = res.json();
-      expect(created).toEqual({ id: expect.any(String), email, name: 'Ada', role: 'operator', disabledAt: null, createdAt: expect.any(String), lastSeenAt: null });
+      expect(created).toEqual({
+        id: expect.any(String),
+        email,
+        name: 'Ada',
+        role: 'operator',
+        disabledAt: null,
+        createdAt: expect.any(String),
+        lastSeenAt: null,
+      });
 
       const duplicate = await bootstrap('POST', '/admin/admins', { email: email.toUpperCase(), role: 'viewer' });
       expect(duplicate.statusCode).toBe(409);
       expect(duplicate.headers['content-type']).toContain('application/problem+json');
       expect(duplicate.json().code).toBe('DUPLICATE_ADMIN');
 
-      for (const bad of [{ email, role: 'root' }, { email: 'not-an-email', role: 'viewer' }, { role: 'viewer' }, { email: 'x@example.com', role: 'viewer', extra: 1 }]) {
+      for (const bad of [
+        { email, role: 'root' },
+        { email: 'not-an-email', role: 'viewer' },
+        { role: 'viewer' },
+        { email: 'x@example.com', role: 'viewer', extra: 1 },
+      ]) {
         const refused = await bootstrap('POST', '/admin/admins', bad);
         expect(refused.statusCode).toBe(422);
         expect(refused.json().code).toBe('VALIDATION_ERROR');
@@ -217,7 +230,13 @@ describe('administrators', () => {
         csrfToken,
       ]);
       const inSession = (method: Method, url: string, payload?: object) =>
-        t.app.inject({ method, url, headers: { cookie: `tdg_admin_session=${cookieToken}`, 'x-csrf-token': csrfToken }, payload, remoteAddress: '198.51.100.9' });
+        t.app.inject({
+          method,
+          url,
+          headers: { cookie: `tdg_admin_session=${cookieToken}`, 'x-csrf-token': csrfToken },
+          payload,
+          remoteAddress: '198.51.100.9',
+        });
       const asked = Date.now();
       const me = (await inSession('GET', '/admin/me')).json();
       expect(me).toMatchObject({ actor: { type: 'session', adminId: boss.id }, csrfToken, tokensExpireBy: expect.any(String) });
@@ -233,7 +252,12 @@ describe('administrators', () => {
           body,
           status: 422,
           code: 'VALIDATION_ERROR',
-          errors: [{ field: 'expiresAt', message: expect.stringMatching(/^is required in a console session, at most \d{4}-\d\d-\d\dT[\d:.]+Z \(ADMIN_TOKEN_MAX_TTL from now\)$/) }],
+          errors: [
+            {
+              field: 'expiresAt',
+              message: expect.stringMatching(/^is required in a console session, at most \d{4}-\d\d-\d\dT[\d:.]+Z \(ADMIN_TOKEN_MAX_TTL from now\)$/),
+            },
+          ],
         });
       }
       expect(await count('admin_tokens')).toBe(tokensBefore);
@@ -291,7 +315,17 @@ describe('administrators', () => {
       const viewer = await newAdmin('viewer');
       const { token } = await tokenFor(viewer);
       const key = await newSourceWithKey(t.app);
-      for (const url of ['/admin/api-keys', '/admin/admins', '/admin/audit-log', '/admin/webhook-events', '/admin/webhook-endpoints', '/admin/outbound-deliveries', `/admin/documents?source=${key.source}`, '/admin/stats/outbound-deliveries', '/admin/stats/webhook-events']) {
+      for (const url of [
+        '/admin/api-keys',
+        '/admin/admins',
+        '/admin/audit-log',
+        '/admin/webhook-events',
+        '/admin/webhook-endpoints',
+        '/admin/outbound-deliveries',
+        `/admin/documents?source=${key.source}`,
+        '/admin/stats/outbound-deliveries',
+        '/admin/stats/webhook-events',
+      ]) {
         expect([url, (await as(token, 'GET', url)).statusCode]).toEqual([url, 200]);
       }
       const before = await inSequence(['api_keys', 'admins', 'admin_audit_log', 'webhook_endpoints'], count);
@@ -426,7 +460,8 @@ describe('administrators', () => {
       expect(created.length).toBeGreaterThan(0);
       expect(created.every((e: { action: string }) => e.action === 'admin.created')).toBe(true);
       expect(created.find((e: { targetId: string }) => e.targetId === boss.id)).toMatchObject({ actor: { type: 'bootstrap', adminId: null, email: null } });
-      for (const query of ['action=nope', 'adminId=1', 'cursor=xyz', 'limit=201']) expect((await bootstrap('GET', `/admin/audit-log?${query}`)).statusCode).toBe(422);
+      for (const query of ['action=nope', 'adminId=1', 'cursor=xyz', 'limit=201'])
+        expect((await bootstrap('GET', `/admin/audit-log?${query}`)).statusCode).toBe(422);
     });
   });
 

@@ -6,8 +6,7 @@ import { adminHeaders, documentBody, newIdempotencyKey, newSourceWithKey, postDo
 import { waitFor } from '../support/processes.js';
 import { startTestApp, TestApp } from '../support/test-app.js';
 
-const me = (t: TestApp, key?: string) =>
-  t.app.inject({ method: 'GET', url: '/api/v1/me', headers: key === undefined ? {} : { 'x-api-key': key } });
+const me = (t: TestApp, key?: string) => t.app.inject({ method: 'GET', url: '/api/v1/me', headers: key === undefined ? {} : { 'x-api-key': key } });
 
 /** A 401 body without the parts that differ per request. */
 const shape = (body: Record<string, unknown>) => ({ ...body, requestId: undefined });

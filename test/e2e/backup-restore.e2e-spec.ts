@@ -68,7 +68,9 @@ describe('backup and restore into a new cluster', () => {
     await server.end();
     const tools = dumpTools(Math.floor(serverMajor));
     if (!tools) {
-      process.stderr.write(`\n*** SKIPPING the restore drill: no pg_dump of PostgreSQL ${Math.floor(serverMajor)} or later is installed to dump the test server. ***\n\n`);
+      process.stderr.write(
+        `\n*** SKIPPING the restore drill: no pg_dump of PostgreSQL ${Math.floor(serverMajor)} or later is installed to dump the test server. ***\n\n`,
+      );
       return;
     }
 
@@ -81,7 +83,12 @@ describe('backup and restore into a new cluster', () => {
     for (let i = 0; i < 3; i++) {
       const idempotencyKey = newIdempotencyKey();
       const body = documentBody(key.source);
-      const res = await a.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { 'x-api-key': key.key, 'x-idempotency-key': idempotencyKey }, payload: body });
+      const res = await a.app.inject({
+        method: 'POST',
+        url: '/api/v1/documents',
+        headers: { 'x-api-key': key.key, 'x-idempotency-key': idempotencyKey },
+        payload: body,
+      });
       expect(res.statusCode).toBe(201);
       requests.push({ url: '/api/v1/documents', idempotencyKey, body, status: 201, answer: res.body, location: res.headers.location });
     }
@@ -104,7 +111,9 @@ describe('backup and restore into a new cluster', () => {
     await admin.query('CREATE DATABASE restored');
     await admin.end();
     const restoredUrl = Object.assign(new URL(cluster.url), { pathname: '/restored' }).toString();
-    execFileSync(tools.pgRestore, ['--no-owner', '--no-privileges', '--exit-on-error', '--single-transaction', `--dbname=${restoredUrl}`, dump], { stdio: 'pipe' });
+    execFileSync(tools.pgRestore, ['--no-owner', '--no-privileges', '--exit-on-error', '--single-transaction', `--dbname=${restoredUrl}`, dump], {
+      stdio: 'pipe',
+    });
 
     const env = { DATABASE_URL: restoredUrl, HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, DATA_DIR: scratch };
     // Started at once, the gateway refuses: new events would sort before the restored ones.

@@ -102,8 +102,7 @@ describe('operator CLI (node dist/cli.js)', () => {
       return res.json();
     };
     const me = (key: string) => t.app.inject({ method: 'GET', url: '/api/v1/me', headers: { 'x-api-key': key } });
-    const cliEntries = async () =>
-      ((await rest('/admin/audit-log?limit=200')).data as Array<Record<string, unknown>>).filter((e) => e.remoteAddress === 'cli');
+    const cliEntries = async () => ((await rest('/admin/audit-log?limit=200')).data as Array<Record<string, unknown>>).filter((e) => e.remoteAddress === 'cli');
 
     beforeAll(async () => {
       databaseUrl = await createTestDatabase();
@@ -138,7 +137,19 @@ describe('operator CLI (node dist/cli.js)', () => {
 
       it('issue --json prints the REST API key object with the key, and nothing else', async () => {
         const body = await json(['keys', 'issue', '--source', 'cli-json', '--name', 'scripted', '--expires-at', '2031-01-01T00:00:00Z']);
-        expect(Object.keys(body).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'last4', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'source', 'status']);
+        expect(Object.keys(body).sort()).toEqual([
+          'createdAt',
+          'expiresAt',
+          'id',
+          'key',
+          'last4',
+          'lastUsedAt',
+          'name',
+          'prefix',
+          'revokedAt',
+          'source',
+          'status',
+        ]);
         expect(body).toEqual({ ...(await rest(`/admin/api-keys/${body.id}`)), key: expect.stringMatching(KEY) });
         expect(body).toMatchObject({ source: 'cli-json', name: 'scripted', expiresAt: '2031-01-01T00:00:00.000Z', status: 'ACTIVE' });
         expect((await me(body.key)).statusCode).toBe(200);
@@ -220,7 +231,10 @@ describe('operator CLI (node dist/cli.js)', () => {
         expect((await me(next.key)).statusCode).toBe(401);
 
         const again = await failing(['keys', 'rotate', next.id]);
-        expect(again).toEqual({ code: 4, problem: { type: 'about:blank', title: 'Conflict', status: 409, code: 'INVALID_STATE_TRANSITION', detail: expect.any(String) } });
+        expect(again).toEqual({
+          code: 4,
+          problem: { type: 'about:blank', title: 'Conflict', status: 409, code: 'INVALID_STATE_TRANSITION', detail: expect.any(String) },
+        });
       });
 
       it('revokes a key: the very next request with it gets 401; a second revoke says it was revoked before', async () => {
@@ -250,7 +264,15 @@ describe('operator CLI (node dist/cli.js)', () => {
       it('creates, lists and updates administrators, answering as the REST API does', async () => {
         const email = `${uniqueSource('cli-ada')}@example.com`;
         const admin = await json(['admins', 'create', '--email', email, '--role', 'operator', '--name', 'Ada']);
-        expect(admin).toEqual({ id: expect.stringMatching(UUID), email, name: 'Ada', role: 'operator', disabledAt: null, createdAt: expect.any(String), lastSeenAt: null });
+        expect(admin).toEqual({
+          id: expect.stringMatching(UUID),
+          email,
+          name: 'Ada',
+          role: 'operator',
+          disabledAt: null,
+          createdAt: expect.any(String),
+          lastSeenAt: null,
+        });
         expect(await rest(`/admin/admins/${admin.id}`)).toEqual(admin);
 
         expect(await json(['admins', 'list'])).toEqual(await rest('/admin/admins'));
@@ -268,7 +290,10 @@ describe('operator CLI (node dist/cli.js)', () => {
 
         const duplicate = await failing(['admins', 'create', '--email', email.toUpperCase(), '--role', 'admin']);
         expect(duplicate).toEqual({ code: 4, problem: expect.objectContaining({ status: 409, code: 'DUPLICATE_ADMIN' }) });
-        expect(await failing(['admins', 'update', randomUUID(), '--enable'])).toEqual({ code: 3, problem: expect.objectContaining({ status: 404, code: 'NOT_FOUND' }) });
+        expect(await failing(['admins', 'update', randomUUID(), '--enable'])).toEqual({
+          code: 3,
+          problem: expect.objectContaining({ status: 404, code: 'NOT_FOUND' }),
+        });
       });
 
       it("issues a personal token that works on the admin API, lists the admin's tokens and revokes one", async () => {
@@ -381,7 +406,10 @@ describe('operator CLI (node dist/cli.js)', () => {
 
         const human = await cli(['deliveries', 'list', '--source', source], env());
         expect(human.stdout.split('\n')[1]).toMatch(new RegExp(`^${failingNow.id}\\s+${source}\\s+succeeded\\s+document\\.created\\s+2\\s`));
-        expect(await failing(['deliveries', 'retry', failingNow.id])).toEqual({ code: 4, problem: expect.objectContaining({ code: 'INVALID_STATE_TRANSITION' }) });
+        expect(await failing(['deliveries', 'retry', failingNow.id])).toEqual({
+          code: 4,
+          problem: expect.objectContaining({ code: 'INVALID_STATE_TRANSITION' }),
+        });
         expect(await failing(['deliveries', 'retry', '999999999'])).toEqual({ code: 3, problem: expect.objectContaining({ code: 'NOT_FOUND' }) });
       });
     });
@@ -419,7 +447,10 @@ describe('operator CLI (node dist/cli.js)', () => {
         [['frobnicate'], /^error: unknown command 'frobnicate'\n/],
         [['keys'], /^error: tdg keys needs a command\nUsage: tdg keys\|api-keys/],
         [['keys', 'issue'], /^error: required option '--source <source>' not specified\nRun 'tdg keys issue --help' for usage\.\n$/],
-        [['keys', 'issue', '--source', 'Not A Source!', '--expires-at', 'next week'], /^error: --source must be 2-63 characters[^\n]*; --expires-at must be an ISO 8601 date-time\n/],
+        [
+          ['keys', 'issue', '--source', 'Not A Source!', '--expires-at', 'next week'],
+          /^error: --source must be 2-63 characters[^\n]*; --expires-at must be an ISO 8601 date-time\n/,
+        ],
         [['keys', 'list', '--bogus'], /^error: unknown option '--bogus'\n/],
         [['keys', 'rotate', 'x', '--grace-period-seconds', '90000'], /^error: --grace-period-seconds must not be greater than 86400\n/],
         [['admins', 'update', randomUUID()], /^error: nothing to change/],
@@ -600,7 +631,11 @@ describe('operator CLI (node dist/cli.js)', () => {
   describe('npx tdg, as the README runs it', () => {
     /** A command in `cwd`, with npm's cache of its own, so that npx's link to the project is the test's. */
     const npm = async (cwd: string, cache: string, command: string, args: string[]): Promise<Run> => {
-      const child = spawn(command, args, { cwd, env: { ...process.env, npm_config_cache: cache, npm_config_update_notifier: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(command, args, {
+        cwd,
+        env: { ...process.env, npm_config_cache: cache, npm_config_update_notifier: 'false' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -614,7 +649,8 @@ describe('operator CLI (node dist/cli.js)', () => {
       // A copy of the project with its own dist/, so the rebuild does not touch the one other tests run.
       const dir = await mkdtemp(join(tmpdir(), 'tdg-rebuild-'));
       try {
-        for (const entry of ['package.json', 'nest-cli.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'dist']) await cp(join(ROOT, entry), join(dir, entry), { recursive: true });
+        for (const entry of ['package.json', 'nest-cli.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'dist'])
+          await cp(join(ROOT, entry), join(dir, entry), { recursive: true });
         await symlink(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
         const cache = join(dir, '.npm');
         // The first npx links the project's bin into its cache; a rebuild then writes dist/ anew.

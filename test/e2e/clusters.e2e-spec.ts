@@ -74,20 +74,28 @@ describe('tdg clusters, on a directory laid out as /var/lib/tax-document-gateway
     await mkdir(join(dataDirs, 'elsewhere'));
     await symlink(join(dataDirs, 'elsewhere'), join(home, '5555555555555555'));
 
-    expect(await listed(home)).toEqual({ '1111111111111111': 'linked', '2222222222222222': 'orphaned', '3333333333333333': 'running', '4444444444444444': 'unrecorded' });
+    expect(await listed(home)).toEqual({
+      '1111111111111111': 'linked',
+      '2222222222222222': 'orphaned',
+      '3333333333333333': 'running',
+      '4444444444444444': 'unrecorded',
+    });
     const list = await cli(['clusters', 'list', '--dir', home]);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/^ID\s+STATE\s+SIZE\s+POSTMASTER\s+DATA_DIR\n/);
     expect(list.stdout).toMatch(new RegExp(`\\n2222222222222222\\s+orphaned\\s+[\\d.]+ KiB\\s+-\\s+${join(dataDirs, 'deleted')} \\(no link\\)\\n`));
     expect(list.stdout).toMatch(new RegExp(`\\n3333333333333333\\s+running\\s+[\\d.]+ KiB\\s+pid ${postmaster.child.pid}\\s`));
-    expect(list.stderr).toMatch(/^orphaned: no DATA_DIR links to it any more; 'tdg clusters prune' removes it \([\d.]+ KiB\)\.\nrunning: .*\nunrecorded: .*--unrecorded' removes the rest\.\n$/);
+    expect(list.stderr).toMatch(
+      /^orphaned: no DATA_DIR links to it any more; 'tdg clusters prune' removes it \([\d.]+ KiB\)\.\nrunning: .*\nunrecorded: .*--unrecorded' removes the rest\.\n$/,
+    );
 
     // No terminal to ask in: refused, whether for a person or for a script (--json), and nothing goes.
     const unasked = await cli(['clusters', 'prune', '--dir', home]);
     expect(unasked).toEqual({
       code: 2,
       stdout: '',
-      stderr: "error: clusters prune asks before it removes anything, and there is no terminal to ask in: add --yes\nRun 'tdg clusters prune --help' for usage.\n",
+      stderr:
+        "error: clusters prune asks before it removes anything, and there is no terminal to ask in: add --yes\nRun 'tdg clusters prune --help' for usage.\n",
     });
     const unaskedJson = await cli(['clusters', 'prune', '--dir', home, '--json']);
     expect(unaskedJson.code).toBe(2);
@@ -105,7 +113,10 @@ describe('tdg clusters, on a directory laid out as /var/lib/tax-document-gateway
     const all = await cli(['clusters', 'prune', '--dir', home, '--yes', '--unrecorded', '--json']);
     expect({ code: all.code, stderr: all.stderr }).toEqual({ code: 0, stderr: '' });
     const answer = JSON.parse(all.stdout) as { removed: RootCluster[]; kept: RootCluster[] };
-    expect(answer.removed.map((c) => [c.id, c.state])).toEqual([['3333333333333333', 'orphaned'], ['4444444444444444', 'unrecorded']]);
+    expect(answer.removed.map((c) => [c.id, c.state])).toEqual([
+      ['3333333333333333', 'orphaned'],
+      ['4444444444444444', 'unrecorded'],
+    ]);
     expect(answer.kept).toEqual([]);
     expect(await listed(home)).toEqual({ '1111111111111111': 'linked' });
     expect(existsSync(join(home, 'postgres-17.10.0-beta.17', 'bin'))).toBe(true);
@@ -144,10 +155,19 @@ describe('tdg clusters, on a directory laid out as /var/lib/tax-document-gateway
     await cluster(clusterIdOf(goneB), [goneB]);
     await cluster('aaaaaaaaaaaaaaaa', null);
     const before = await listed(home);
-    expect(before).toMatchObject({ '1111111111111111': 'linked', '7777777777777777': 'orphaned', '8888888888888888': 'orphaned', [clusterIdOf(goneB)]: 'orphaned' });
+    expect(before).toMatchObject({
+      '1111111111111111': 'linked',
+      '7777777777777777': 'orphaned',
+      '8888888888888888': 'orphaned',
+      [clusterIdOf(goneB)]: 'orphaned',
+    });
 
     const byId = await cli(['clusters', 'prune', '7777777777777777', '--dir', home, '--yes']);
-    expect(byId).toEqual({ code: 0, stdout: expect.stringMatching(new RegExp(`^Removed ${join(home, '7777777777777777')} \\([\\d.]+ KiB\\)\\.\\n$`)), stderr: '' });
+    expect(byId).toEqual({
+      code: 0,
+      stdout: expect.stringMatching(new RegExp(`^Removed ${join(home, '7777777777777777')} \\([\\d.]+ KiB\\)\\.\\n$`)),
+      stderr: '',
+    });
     const byDataDir = await cli(['clusters', 'prune', goneB, '--dir', home, '--yes', '--json']);
     expect({ code: byDataDir.code, stderr: byDataDir.stderr }).toEqual({ code: 0, stderr: '' });
     expect((JSON.parse(byDataDir.stdout) as { removed: RootCluster[] }).removed.map((c) => c.id)).toEqual([clusterIdOf(goneB)]);
@@ -156,7 +176,11 @@ describe('tdg clusters, on a directory laid out as /var/lib/tax-document-gateway
 
     // In use, or unknown: refused with the usual exit codes (4, 3), and nothing goes.
     const linked = await cli(['clusters', 'prune', '1111111111111111', '--dir', home, '--yes']);
-    expect(linked).toEqual({ code: 4, stdout: '', stderr: `error: Cluster 1111111111111111 is in use: ${join(dataDirs, 'linked')} links to it. Delete that DATA_DIR first if it is not wanted\n` });
+    expect(linked).toEqual({
+      code: 4,
+      stdout: '',
+      stderr: `error: Cluster 1111111111111111 is in use: ${join(dataDirs, 'linked')} links to it. Delete that DATA_DIR first if it is not wanted\n`,
+    });
     const unknown = await cli(['clusters', 'prune', 'ffffffffffffffff', '--dir', home, '--yes', '--json']);
     expect(unknown.code).toBe(3);
     expect(JSON.parse(unknown.stderr)).toMatchObject({ status: 404, code: 'NOT_FOUND' });
@@ -195,9 +219,19 @@ describe('tdg clusters, on a directory laid out as /var/lib/tax-document-gateway
     const scratch = await mkdtemp(join(tmpdir(), 'gateway-orphan-start-'));
     try {
       const port = await freePort();
-      gateway = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, DATA_DIR: scratch });
+      gateway = startGateway({
+        DATABASE_URL: databaseUrl,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+        BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+        DATA_DIR: scratch,
+      });
       const running = gateway;
-      const banner = await waitFor(async () => running.stdout().includes('is ready on') || (running.child.exitCode !== null && 'exited'), 'the start-up banner');
+      const banner = await waitFor(
+        async () => running.stdout().includes('is ready on') || (running.child.exitCode !== null && 'exited'),
+        'the start-up banner',
+      );
       expect([banner, banner === 'exited' && running.output()]).toEqual([true, false]);
       const warnings = running
         .stdout()

@@ -14,10 +14,20 @@ describe('pooled connections after a burst of requests', () => {
     const statuses = await Promise.all([
       // One key sent ten times at once: one create, the rest replays or "in use".
       ...Array.from({ length: 10 }, () => postDocument(t.app, key, body, shared)),
-      ...Array.from({ length: 20 }, (_, i) => postDocument(t.app, key, documentBody(source, i % 2 ? {} : { providerReference: `PAY-CLEAN-${i}-${Date.now()}` }))),
+      ...Array.from({ length: 20 }, (_, i) =>
+        postDocument(t.app, key, documentBody(source, i % 2 ? {} : { providerReference: `PAY-CLEAN-${i}-${Date.now()}` })),
+      ),
       ...Array.from({ length: 10 }, () => postDocument(t.app, key, documentBody(source, { totalAmount: 'many' }))),
       ...Array.from({ length: 10 }, (_, i) =>
-        sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, { eventId: `evt-clean-${i % 5}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: body.providerReference })),
+        sendWebhook(
+          t.app,
+          signedWebhook(TEST_WEBHOOK_SECRET, {
+            eventId: `evt-clean-${i % 5}`,
+            eventType: 'PAYMENT_STATUS',
+            status: 'PAID',
+            providerReference: body.providerReference,
+          }),
+        ),
       ),
     ]).then((responses) => responses.map((res) => res.statusCode));
     expect(statuses.filter((code) => ![200, 201, 409, 422].includes(code))).toEqual([]);
@@ -25,7 +35,10 @@ describe('pooled connections after a burst of requests', () => {
 
     // Every request has been answered: none of the gateway's connections may be left inside a transaction.
     const database = new URL(t.databaseUrl).pathname.slice(1);
-    const states = await t.db.query<{ state: string }>('SELECT state FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND state IS NOT NULL', [database]);
+    const states = await t.db.query<{ state: string }>(
+      'SELECT state FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND state IS NOT NULL',
+      [database],
+    );
     expect(states.rows.length).toBeGreaterThan(0);
     expect(states.rows.filter(({ state }) => state.startsWith('idle in transaction'))).toEqual([]);
   });

@@ -20,7 +20,15 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
 
   const base = () => `http://127.0.0.1:${port}`;
   const launch = async () => {
-    gateway = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, LOG_LEVEL: 'warn', DB_POOL_SIZE: '30' });
+    gateway = startGateway({
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+      LOG_LEVEL: 'warn',
+      DB_POOL_SIZE: '30',
+    });
     await waitFor(async () => (await fetch(`${base()}/health/ready`)).ok, 'gateway');
   };
   const post = (apiKey: string, attempt: Attempt) =>
@@ -73,7 +81,12 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
     // inserts), then the process dies.
     await db.query('BEGIN');
     await db.query('LOCK TABLE documents IN SHARE MODE');
-    const inFlight = attempts.slice(20).map((attempt) => post(issued.key, attempt).then((r) => r.status, () => 'connection lost'));
+    const inFlight = attempts.slice(20).map((attempt) =>
+      post(issued.key, attempt).then(
+        (r) => r.status,
+        () => 'connection lost',
+      ),
+    );
     await waitFor(async () => {
       const { rows } = await db.query(`SELECT count(*) FROM pg_locks WHERE relation = 'documents'::regclass AND NOT granted`);
       return Number(rows[0].count) === 20;
@@ -111,7 +124,12 @@ describe('a gateway killed with SIGKILL while requests are in flight', () => {
 
   it('keeps every webhook event it acknowledged with 200', async () => {
     await launch();
-    const events = Array.from({ length: 10 }, (_, i) => ({ eventId: `evt-crash-${i}-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: `PAY-CRASH-${i}` }));
+    const events = Array.from({ length: 10 }, (_, i) => ({
+      eventId: `evt-crash-${i}-${newIdempotencyKey()}`,
+      eventType: 'PAYMENT_STATUS',
+      status: 'PAID',
+      providerReference: `PAY-CRASH-${i}`,
+    }));
     const acknowledged: string[] = [];
     for (const event of events) {
       const delivery = signedWebhook(TEST_WEBHOOK_SECRET, event);

@@ -11,7 +11,16 @@ import { documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocum
 import { startClusterProcess, waitFor } from '../support/processes.js';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
-type Outcome = { kind: 'create' | 'webhook' | 'read'; status: number; startedAt: number; endedAt: number; id?: string; externalId?: string; eventId?: string; detail?: string };
+type Outcome = {
+  kind: 'create' | 'webhook' | 'read';
+  status: number;
+  startedAt: number;
+  endedAt: number;
+  id?: string;
+  externalId?: string;
+  eventId?: string;
+  detail?: string;
+};
 
 /**
  * The database fails under the gateway while clients keep sending: creates (with and without a
@@ -28,7 +37,10 @@ describe('the database failing under load', () => {
 
   const postmasterPid = () => Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
   /** The postmaster and every server process under it. */
-  const serverPids = () => [postmasterPid(), ...readFileSync(`/proc/${postmasterPid()}/task/${postmasterPid()}/children`, 'utf8').trim().split(/\s+/).map(Number)];
+  const serverPids = () => [
+    postmasterPid(),
+    ...readFileSync(`/proc/${postmasterPid()}/task/${postmasterPid()}/children`, 'utf8').trim().split(/\s+/).map(Number),
+  ];
   /**
    * SIGSTOP of every server process: they stay, their sockets stay open, nothing answers, not even a new
    * connection. `thaw` resumes them; `lagMs` ends the measurement of how late this process's (and the
@@ -69,7 +81,15 @@ describe('the database failing under load', () => {
         const body = documentBody(key.source, i % 2 ? { providerReference } : {});
         const res = await postDocument(t.app, key.key, body);
         const id = res.statusCode === 201 ? res.json().id : undefined;
-        return { kind: 'create', status: res.statusCode, startedAt, endedAt: performance.now(), id, externalId: String(body.externalId), detail: detailOf(res) };
+        return {
+          kind: 'create',
+          status: res.statusCode,
+          startedAt,
+          endedAt: performance.now(),
+          id,
+          externalId: String(body.externalId),
+          detail: detailOf(res),
+        };
       }
       if (n % 3 === 1) {
         const eventId = `evt-F-${i}-${n}-${newIdempotencyKey()}`;
@@ -130,7 +150,10 @@ describe('the database failing under load', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'gateway-faults-'));
     port = await freePort();
     cluster = await startClusterProcess(dataDir, port);
-    t = await startTestApp({ databaseUrl: cluster.url, env: { DB_STATEMENT_TIMEOUT_MS: '1000', DB_POOL_SIZE: '4', RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'warn' } });
+    t = await startTestApp({
+      databaseUrl: cluster.url,
+      env: { DB_STATEMENT_TIMEOUT_MS: '1000', DB_POOL_SIZE: '4', RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'warn' },
+    });
     key = await newSourceWithKey(t.app);
   });
   afterAll(async () => {
@@ -207,10 +230,15 @@ describe('the database failing under load', () => {
     // run once it resumes: their 503 says the outcome is unknown and how to retry safely, or that no
     // connection could be had; never "nothing was saved". (Which writes were in flight at the freeze is up
     // to timing; test/e2e/stuck-peer.e2e-spec.ts cuts one off for certain.)
-    const KNOWN_NOTHING_SENT = ['The database is unreachable; try again shortly', 'The gateway is saturated: no database connection became free in time; try again shortly'];
+    const KNOWN_NOTHING_SENT = [
+      'The database is unreachable; try again shortly',
+      'The gateway is saturated: no database connection became free in time; try again shortly',
+    ];
     const UNKNOWN = {
-      create: /^The database (did not answer in time|ended the session during the request); it may have been saved; retrying with the same X-Idempotency-Key is safe$/,
-      webhook: /^The database (did not answer in time|ended the session during the request); it may have been saved; sending the event again with the same eventId is safe$/,
+      create:
+        /^The database (did not answer in time|ended the session during the request); it may have been saved; retrying with the same X-Idempotency-Key is safe$/,
+      webhook:
+        /^The database (did not answer in time|ended the session during the request); it may have been saved; sending the event again with the same eventId is safe$/,
     };
     const cutOff = during.filter((o) => o.status === 503 && o.kind !== 'read');
     const unknown = (o: Outcome) => UNKNOWN[o.kind as 'create' | 'webhook'].test(o.detail ?? '');
@@ -228,7 +256,9 @@ describe('the database failing under load', () => {
     const saidNothing = outcomes.filter((o) => o.status === 503 && /nothing was saved/.test(o.detail ?? ''));
     const externalIds = saidNothing.filter((o) => o.kind === 'create').map((o) => o.externalId);
     const eventIds = saidNothing.filter((o) => o.kind === 'webhook').map((o) => o.eventId);
-    expect((await t.db.query('SELECT count(*)::int AS n FROM documents WHERE source = $1 AND external_id = ANY ($2)', [key.source, externalIds])).rows[0].n).toBe(0);
+    expect(
+      (await t.db.query('SELECT count(*)::int AS n FROM documents WHERE source = $1 AND external_id = ANY ($2)', [key.source, externalIds])).rows[0].n,
+    ).toBe(0);
     expect((await t.db.query('SELECT count(*)::int AS n FROM webhook_events WHERE event_id = ANY ($1)', [eventIds])).rows[0].n).toBe(0);
   });
 

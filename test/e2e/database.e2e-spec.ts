@@ -185,30 +185,39 @@ describe('database', () => {
       return text;
     }
 
-    it.each(cases)('of %s, made while its table was empty, read a few pages once it holds thousands', async (_name, statement, request, table, fill, parameters) => {
-      const t = await startTestApp();
-      const client = t.db;
-      try {
-        const { key, source } = await newSourceWithKey(t.app);
-        const text = await statementText(statement, () => request(t, key, source));
-        // The test's database is new: the table holds no row but what the request wrote, removed (no TRUNCATE,
-        // whose exclusive locks could deadlock with the application's background work on the tables it cascades to).
-        await client.query(`DELETE FROM ${table} WHERE source = $1`, [source]);
-        await client.query('BEGIN');
-        await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-        await client.query(`PREPARE lookup AS ${text}`);
-        const execute = `EXECUTE lookup(${parameters(source).map((p) => `'${p}'`).join(', ')})`;
-        // Planned and run while the table is empty.
-        await client.query(execute);
+    it.each(cases)(
+      'of %s, made while its table was empty, read a few pages once it holds thousands',
+      async (_name, statement, request, table, fill, parameters) => {
+        const t = await startTestApp();
+        const client = t.db;
+        try {
+          const { key, source } = await newSourceWithKey(t.app);
+          const text = await statementText(statement, () => request(t, key, source));
+          // The test's database is new: the table holds no row but what the request wrote, removed (no TRUNCATE,
+          // whose exclusive locks could deadlock with the application's background work on the tables it cascades to).
+          await client.query(`DELETE FROM ${table} WHERE source = $1`, [source]);
+          await client.query('BEGIN');
+          await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+          await client.query(`PREPARE lookup AS ${text}`);
+          const execute = `EXECUTE lookup(${parameters(source)
+            .map((p) => `'${p}'`)
+            .join(', ')})`;
+          // Planned and run while the table is empty.
+          await client.query(execute);
 
-        await client.query(fill, [source]);
-        const [{ 'QUERY PLAN': [plan] }] = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${execute}`)).rows;
-        expect(plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks']).toBeLessThan(10);
-      } finally {
-        await client.query('ROLLBACK');
-        await client.query('DEALLOCATE ALL');
-        await t.close();
-      }
-    });
+          await client.query(fill, [source]);
+          const [
+            {
+              'QUERY PLAN': [plan],
+            },
+          ] = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${execute}`)).rows;
+          expect(plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks']).toBeLessThan(10);
+        } finally {
+          await client.query('ROLLBACK');
+          await client.query('DEALLOCATE ALL');
+          await t.close();
+        }
+      },
+    );
   });
 });

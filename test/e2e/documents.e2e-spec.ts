@@ -24,12 +24,15 @@ describe('documents API', () => {
   describe('POST /api/v1/documents', () => {
     it('answers a create exactly as a read of the document then does, byte for byte, and stores that answer (property)', async () => {
       // The answer is made from the row PostgreSQL returns: every value must come out as a read gives it.
-      const text = (maxLength: number) => fc.string({ unit: 'grapheme', minLength: 1, maxLength }).filter((v) => !v.includes('\u0000') && v.length <= maxLength);
+      const text = (maxLength: number) =>
+        fc.string({ unit: 'grapheme', minLength: 1, maxLength }).filter((v) => !v.includes('\u0000') && v.length <= maxLength);
       const amount = fc
         .tuple(fc.nat({ max: 3 }), fc.bigInt({ min: 0n, max: 999_999_999_999n }), fc.option(fc.stringMatching(/^[0-9]{1,4}$/), { nil: undefined }))
         .map(([zeros, whole, fraction]) => `${'0'.repeat(zeros)}${whole}${fraction === undefined ? '' : `.${fraction}`}`)
         .filter((v) => /^\d{1,15}(\.\d{1,4})?$/.test(v));
-      const day = fc.date({ min: new Date('0100-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
+      const day = fc
+        .date({ min: new Date('0100-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z'), noInvalidDate: true })
+        .map((d) => d.toISOString().slice(0, 10));
       const metadataKey = fc.oneof(text(40), fc.nat({ max: 4_294_967_300 }).map(String)).filter((k) => !['constructor', '__proto__', 'prototype'].includes(k));
       const document = fc.record({
         externalId: text(96),
@@ -37,14 +40,27 @@ describe('documents API', () => {
         issueDate: day,
         currency: fc.constantFrom('EUR', 'USD', 'JPY'),
         totalAmount: amount,
-        metadata: fc.option(fc.dictionary(metadataKey, fc.string({ unit: 'grapheme', maxLength: 20 }).filter((v) => !v.includes('\u0000') && v.length <= 500), { maxKeys: 20 }), { nil: undefined }),
+        metadata: fc.option(
+          fc.dictionary(
+            metadataKey,
+            fc.string({ unit: 'grapheme', maxLength: 20 }).filter((v) => !v.includes('\u0000') && v.length <= 500),
+            { maxKeys: 20 },
+          ),
+          { nil: undefined },
+        ),
         withReference: fc.boolean(),
       });
       await fc.assert(
         fc.asyncProperty(document, async ({ withReference, ...fields }) => {
           const key = newIdempotencyKey();
           // Unique per run, so that shrinking a failure never turns it into a duplicate.
-          const body = { ...documentBody(acme.source), ...fields, externalId: `${fields.externalId}-${key}`, taxAmount: '0', ...(withReference && { providerReference: `PAY-${key}` }) };
+          const body = {
+            ...documentBody(acme.source),
+            ...fields,
+            externalId: `${fields.externalId}-${key}`,
+            taxAmount: '0',
+            ...(withReference && { providerReference: `PAY-${key}` }),
+          };
           const created = await postDocument(t.app, acme.key, body, key);
           expect(created.statusCode).toBe(201);
           const read = await get(acme.key, created.headers.location as string);
@@ -73,7 +89,12 @@ describe('documents API', () => {
     });
 
     it('creates the document: 201, Location, and every field of the OpenAPI document', async () => {
-      const body = documentBody(acme.source, { providerReference: `PAY-${Date.now()}`, metadata: { costCenter: 'CC-42' }, totalAmount: '1234567890.1234', taxAmount: '0.5' });
+      const body = documentBody(acme.source, {
+        providerReference: `PAY-${Date.now()}`,
+        metadata: { costCenter: 'CC-42' },
+        totalAmount: '1234567890.1234',
+        taxAmount: '0.5',
+      });
       const res = await postDocument(t.app, acme.key, body);
       expect(res.statusCode).toBe(201);
       const doc = res.json();
@@ -171,7 +192,11 @@ describe('documents API', () => {
         { field: 'externalId', message: 'is required' },
       ]);
       // An optional field is left out when there is none: null is not a way of saying so, nor a bad pattern.
-      const nulls = await postDocument(t.app, acme.key, documentBody(acme.source, { providerReference: null, metadata: null, taxpayer: { taxId: null, name: 'n', country: 'DE' } }));
+      const nulls = await postDocument(
+        t.app,
+        acme.key,
+        documentBody(acme.source, { providerReference: null, metadata: null, taxpayer: { taxId: null, name: 'n', country: 'DE' } }),
+      );
       expect(nulls.json().errors).toEqual([
         { field: 'taxpayer.taxId', message: 'is required' },
         { field: 'providerReference', message: 'must be left out rather than sent as null' },
@@ -191,7 +216,9 @@ describe('documents API', () => {
     it('names every bad field at once', async () => {
       const res = await postDocument(t.app, acme.key, { source: acme.source, type: 'X', taxpayer: { country: 'de' }, totalAmount: '1', taxAmount: '2' });
       const fields = res.json().errors.map((e: { field: string }) => e.field);
-      expect(fields).toEqual(expect.arrayContaining(['externalId', 'type', 'taxpayer.taxId', 'taxpayer.name', 'taxpayer.country', 'issueDate', 'currency', 'taxAmount']));
+      expect(fields).toEqual(
+        expect.arrayContaining(['externalId', 'type', 'taxpayer.taxId', 'taxpayer.name', 'taxpayer.country', 'issueDate', 'currency', 'taxAmount']),
+      );
     });
 
     it.each(['[]', '"text"', '42', 'null'])('refuses a JSON body that is not an object (%s) with 422', async (payload) => {

@@ -63,15 +63,12 @@ describe('error model', () => {
     expect(res.json()).toMatchObject({ status: 413, code: 'PAYLOAD_TOO_LARGE', title: 'Content Too Large' });
   });
 
-  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/xml'])(
-    'answers a %s body with 415 UNSUPPORTED_MEDIA_TYPE',
-    async (contentType) => {
-      const res = await t.app.inject({ method: 'POST', url: '/health/live', headers: { 'content-type': contentType }, payload: 'a=1' });
-      expect(res.statusCode).toBe(415);
-      expect(res.headers['content-type']).toMatch(PROBLEM);
-      expect(res.json()).toMatchObject({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
-    },
-  );
+  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/xml'])('answers a %s body with 415 UNSUPPORTED_MEDIA_TYPE', async (contentType) => {
+    const res = await t.app.inject({ method: 'POST', url: '/health/live', headers: { 'content-type': contentType }, payload: 'a=1' });
+    expect(res.statusCode).toBe(415);
+    expect(res.headers['content-type']).toMatch(PROBLEM);
+    expect(res.json()).toMatchObject({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
+  });
 
   it('answers a body without a content type with 415', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/health/live', payload: Buffer.from('{"a":1}') });
@@ -110,7 +107,11 @@ describe('error model', () => {
 
   it('refuses a key that appears twice in one object with 422 naming it by its path, on the admin API and the API alike', async () => {
     const admin = await postAsAdmin('{"source":"ok-source","name":"a","source":"other-source"}');
-    expect([admin.statusCode, admin.json().code, admin.json().errors]).toEqual([422, 'VALIDATION_ERROR', [{ field: 'source', message: 'appears more than once in its object' }]]);
+    expect([admin.statusCode, admin.json().code, admin.json().errors]).toEqual([
+      422,
+      'VALIDATION_ERROR',
+      [{ field: 'source', message: 'appears more than once in its object' }],
+    ]);
 
     const key = await newSourceWithKey(t.app);
     const body = JSON.stringify(documentBody(key.source));
@@ -122,7 +123,12 @@ describe('error model', () => {
     for (const [payload, field] of cases) {
       expect(payload).not.toBe(body);
       const res = await postDocument(t.app, key.key, payload);
-      expect([field, res.statusCode, res.json().code, res.json().errors]).toEqual([field, 422, 'VALIDATION_ERROR', [{ field, message: 'appears more than once in its object' }]]);
+      expect([field, res.statusCode, res.json().code, res.json().errors]).toEqual([
+        field,
+        422,
+        'VALIDATION_ERROR',
+        [{ field, message: 'appears more than once in its object' }],
+      ]);
     }
     const { rows } = await t.db.query('SELECT count(*)::int AS n FROM documents WHERE source = $1', [key.source]);
     expect(rows[0].n).toBe(0);
@@ -142,7 +148,10 @@ describe('error model', () => {
       requestId: 'req-boom-1',
     });
     expect(res.body).not.toMatch(/secret_table|SELECT|api_keys|at .*\.ts/);
-    const logged = t.logs().split('\n').find((line) => line.includes('"requestId":"req-boom-1"'));
+    const logged = t
+      .logs()
+      .split('\n')
+      .find((line) => line.includes('"requestId":"req-boom-1"'));
     expect(logged).toBeDefined();
     expect(logged).toContain('stack');
     expect(logged).not.toContain('WHERE id = $1');

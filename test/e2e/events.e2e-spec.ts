@@ -33,7 +33,14 @@ describe('event feed GET /api/v1/events', () => {
     const { data, nextCursor, hasMore } = res.json<{ data: FeedEvent[]; nextCursor: string; hasMore: boolean }>();
     expect(data).toEqual([
       { id: expect.any(String), type: 'document.created', documentId: doc.id, status: 'PENDING_PAYMENT', previousStatus: null, createdAt: doc.createdAt },
-      { id: expect.any(String), type: 'document.status_changed', documentId: doc.id, status: 'CANCELLED', previousStatus: 'PENDING_PAYMENT', createdAt: expect.any(String) },
+      {
+        id: expect.any(String),
+        type: 'document.status_changed',
+        documentId: doc.id,
+        status: 'CANCELLED',
+        previousStatus: 'PENDING_PAYMENT',
+        createdAt: expect.any(String),
+      },
     ]);
     expect(BigInt(data[1].id)).toBeGreaterThan(BigInt(data[0].id));
     expect(hasMore).toBe(false);
@@ -67,15 +74,12 @@ describe('event feed GET /api/v1/events', () => {
     [`?after=${encodeCursor('e', '1')}`, 'after'],
     [`?after=${encodeCursor('x', '1')}.${encodeCursor('e', '1')}.${encodeCursor('e', '1')}`, 'after'],
     ['?since=1', 'since'],
-  ])(
-    'refuses %s with 422 naming %s',
-    async (query, field) => {
-      const source = await newSourceWithKey(t.app);
-      const res = await feed(source.key, query);
-      expect(res.statusCode).toBe(422);
-      expect(res.json().errors[0].field).toBe(field);
-    },
-  );
+  ])('refuses %s with 422 naming %s', async (query, field) => {
+    const source = await newSourceWithKey(t.app);
+    const res = await feed(source.key, query);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().errors[0].field).toBe(field);
+  });
 
   it('lets a client paging during concurrent changes see every change exactly once, in order', async () => {
     const source: IssuedKey = await newSourceWithKey(t.app);

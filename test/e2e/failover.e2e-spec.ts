@@ -21,7 +21,9 @@ const BIN_DIR = ['17', '16', '15'].map((version) => `/usr/lib/postgresql/${versi
 
 /** PostgreSQL refuses to run as root: then its clusters run as the postgres user. */
 const AS_ROOT = process.getuid?.() === 0;
-const owner = AS_ROOT ? { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) } : {};
+const owner = AS_ROOT
+  ? { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) }
+  : {};
 
 function run(binary: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -173,7 +175,12 @@ function tcpSockets(): Array<{ localPort: number; remotePort: number; timer: str
     .map((line) => {
       const [, local, remote, , , timer] = line.trim().split(/\s+/);
       const [kind, when] = timer.split(':');
-      return { localPort: parseInt(local.split(':')[1], 16), remotePort: parseInt(remote.split(':')[1], 16), timer: TCP_TIMERS[parseInt(kind, 16)] ?? kind, leftMs: parseInt(when, 16) * 10 };
+      return {
+        localPort: parseInt(local.split(':')[1], 16),
+        remotePort: parseInt(remote.split(':')[1], 16),
+        timer: TCP_TIMERS[parseInt(kind, 16)] ?? kind,
+        leftMs: parseInt(when, 16) * 10,
+      };
     });
 }
 
@@ -186,7 +193,16 @@ async function metric(base: string, name: string, label: string, value: string):
     .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 }
 
-type Outcome = { kind: 'create' | 'webhook' | 'read'; statuses: number[]; startedAt: number; endedAt: number; id?: string; key?: string; body?: Record<string, unknown>; eventId?: string };
+type Outcome = {
+  kind: 'create' | 'webhook' | 'read';
+  statuses: number[];
+  startedAt: number;
+  endedAt: number;
+  id?: string;
+  key?: string;
+  body?: Record<string, unknown>;
+  eventId?: string;
+};
 
 interface FeedEvent {
   id: string;
@@ -220,7 +236,10 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
   });
   afterAll(async () => {
     // Each step whatever the one before did: no server, gateway or directory may outlive the file.
-    const quietly = (work: () => unknown) => Promise.resolve().then(work).catch(() => undefined);
+    const quietly = (work: () => unknown) =>
+      Promise.resolve()
+        .then(work)
+        .catch(() => undefined);
     // Clients still running when a test failed part way.
     await quietly(() => Promise.all(started.loops.map((stop) => stop())));
     for (const gateway of started.gateways) {
@@ -253,7 +272,21 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     );
     await primary.start();
     await primary.query('CREATE DATABASE gateway', [], 'postgres');
-    await run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', standby.dir, '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
+    await run('pg_basebackup', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(primary.port),
+      '-U',
+      'postgres',
+      '-D',
+      standby.dir,
+      '-R',
+      '-X',
+      'stream',
+      '--checkpoint=fast',
+      '--no-sync',
+    ]);
     await standby.start();
     // Only now: until a standby streams, each commit on the primary would wait for one.
     if (synchronous) {
@@ -261,7 +294,12 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
       await primary.query('SELECT pg_reload_conf()', [], 'postgres');
     }
     await waitFor(
-      async () => (await primary.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = $1`, [synchronous ? 'sync' : 'async']))[0].n === 1,
+      async () =>
+        (
+          await primary.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = $1`, [
+            synchronous ? 'sync' : 'async',
+          ])
+        )[0].n === 1,
       'the standby streaming',
     );
     return { primary, standby };
@@ -319,7 +357,11 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
         const body = documentBody(source);
         const outcome: Outcome = { kind: 'create', statuses: [], startedAt, endedAt: 0, key, body };
         const answer = await untilAnswered(outcome, (b) =>
-          send(`${b}/api/v1/documents`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey, 'x-idempotency-key': key }, body: JSON.stringify(body) }),
+          send(`${b}/api/v1/documents`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': apiKey, 'x-idempotency-key': key },
+            body: JSON.stringify(body),
+          }),
         );
         return { ...outcome, id: answer.id as string | undefined, endedAt: performance.now() };
       }
@@ -329,7 +371,11 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
         const outcome: Outcome = { kind: 'webhook', statuses: [], startedAt, endedAt: 0, eventId };
         await untilAnswered(outcome, (b) => {
           const timestamp = new Date().toISOString();
-          const headers = { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(TEST_WEBHOOK_SECRET, timestamp, raw) };
+          const headers = {
+            'content-type': 'application/json',
+            'x-provider-timestamp': timestamp,
+            'x-provider-signature': signWebhook(TEST_WEBHOOK_SECRET, timestamp, raw),
+          };
           return send(`${b}${BANK_WEBHOOK_PATH}`, { method: 'POST', headers, body: raw });
         });
         return { ...outcome, endedAt: performance.now() };
@@ -385,7 +431,10 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     let running = true;
     let pages = 0;
     const drain = async (base: string): Promise<boolean> => {
-      const res = await fetch(`${base}/api/v1/events?limit=100${cursor ? `&after=${cursor}` : ''}`, { headers: { 'x-api-key': apiKey }, signal: AbortSignal.timeout(10_000) });
+      const res = await fetch(`${base}/api/v1/events?limit=100${cursor ? `&after=${cursor}` : ''}`, {
+        headers: { 'x-api-key': apiKey },
+        signal: AbortSignal.timeout(10_000),
+      });
       if (res.status !== 200) return false;
       const page = (await res.json()) as { data: FeedEvent[]; nextCursor: string | null; hasMore: boolean };
       events.push(...page.data);
@@ -415,7 +464,11 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
 
   async function issueKey(base: string): Promise<{ key: string; source: string }> {
     const source = `src-fo-${randomBytes(4).toString('hex')}`;
-    const res = await fetch(`${base}/admin/api-keys`, { method: 'POST', headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ source }) });
+    const res = await fetch(`${base}/admin/api-keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ source }),
+    });
     expect(res.status).toBe(201);
     return { key: ((await res.json()) as { key: string }).key, source };
   }
@@ -463,7 +516,11 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
    * the other; both are switched together. Only the first instance runs the retention job during the
    * test (every second); the second's first run would come after an hour.
    */
-  async function failover(name: string, synchronous: boolean, hooks: { beforeKill?: (stage: Stage) => Promise<void>; beforePromote?: (stage: Stage) => Promise<void> } = {}) {
+  async function failover(
+    name: string,
+    synchronous: boolean,
+    hooks: { beforeKill?: (stage: Stage) => Promise<void>; beforePromote?: (stage: Stage) => Promise<void> } = {},
+  ) {
     const servers = await pair(name, synchronous);
     const proxies = [new SwitchingProxy(servers.primary.port), new SwitchingProxy(servers.primary.port)];
     started.proxies.push(...proxies);
@@ -492,15 +549,26 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     await waitFor(async () => servers.primary.postmasterPid() === null, 'the primary gone');
     // Promotion follows the detection of the failure, as an operator or Patroni does: by then each
     // instance's readiness says 503.
-    await waitFor(async () => bases.every((base) => readiness.seen.some((r) => r.base === base && r.status === 503 && r.at >= killedAt)), 'readiness 503 on both instances', 30_000);
+    await waitFor(
+      async () => bases.every((base) => readiness.seen.some((r) => r.base === base && r.status === 503 && r.at >= killedAt)),
+      'readiness 503 on both instances',
+      30_000,
+    );
     await hooks.beforePromote?.(stage);
     await run('pg_ctl', ['-D', servers.standby.dir, '-w', '-t', '60', 'promote']);
     for (const proxy of proxies) proxy.switchTo(servers.standby.port);
     const switchedAt = performance.now();
     // Load goes on until both gateways have answered creates again for a while.
-    await waitFor(async () => answersAfter(running.outcomes, switchedAt).filter((o) => o.kind === 'create' && o.id).length >= 20, 'creates after the switch', 90_000);
+    await waitFor(
+      async () => answersAfter(running.outcomes, switchedAt).filter((o) => o.kind === 'create' && o.id).length >= 20,
+      'creates after the switch',
+      90_000,
+    );
     const outcomes = await running.stop();
-    await waitFor(async () => bases.every((base) => readiness.seen.some((r) => r.base === base && r.status === 200 && r.at > switchedAt)), 'readiness 200 on both instances after the switch');
+    await waitFor(
+      async () => bases.every((base) => readiness.seen.some((r) => r.base === base && r.status === 200 && r.at > switchedAt)),
+      'readiness 200 on both instances after the switch',
+    );
     await readiness.stop();
     return { ...stage, outcomes, readiness: readiness.seen, feed, receiver, killedAt, switchedAt };
   }
@@ -624,7 +692,8 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     const retentionStartedAt = performance.now();
     const entry = await expiredAuditEntry(standby);
     await waitFor(
-      async () => (await auditEntryGone(standby, entry)) && (await metric(run_.bases[0], 'retention_purged_rows_total', 'table', 'admin_audit_log')) > purgedBefore,
+      async () =>
+        (await auditEntryGone(standby, entry)) && (await metric(run_.bases[0], 'retention_purged_rows_total', 'table', 'admin_audit_log')) > purgedBefore,
       'the retention job purging on the new primary',
       60_000,
     );
@@ -635,7 +704,9 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     // socket then runs its retransmission timer instead).
     const sockets = await waitFor(
       async () => {
-        const seen = (await Promise.all(run_.proxies.map(async (proxy, instance) => (await gatewaySockets(standby, proxy)).map((s) => ({ instance, ...s }))))).flat();
+        const seen = (
+          await Promise.all(run_.proxies.map(async (proxy, instance) => (await gatewaySockets(standby, proxy)).map((s) => ({ instance, ...s }))))
+        ).flat();
         const holds = (instance: number, name: string) => seen.some((s) => s.instance === instance && s.name === name);
         const complete = [0, 1].every((instance) => holds(instance, 'tax-document-gateway') && holds(instance, 'tax-document-gateway-listener'));
         return complete && seen.every((s) => s.timer !== 'retransmit' && s.timer !== 'zero-window probe') && seen;
@@ -672,10 +743,13 @@ describeWithBinaries(`a PostgreSQL failover under load${SKIPPED}`, () => {
     const { outcomes, standby } = run_;
     expect(outcomes.flatMap((o) => o.statuses).filter((status) => status >= 500 && status !== 503)).toEqual([]);
     const creates = outcomes.filter((o) => o.kind === 'create' && o.statuses.at(-1) === 201);
-    const present = new Set((await standby.query<{ id: string }>('SELECT id::text FROM documents WHERE id = ANY ($1::uuid[])', [creates.map((o) => o.id!)])).map((r) => r.id));
+    const present = new Set(
+      (await standby.query<{ id: string }>('SELECT id::text FROM documents WHERE id = ANY ($1::uuid[])', [creates.map((o) => o.id!)])).map((r) => r.id),
+    );
     const lost = creates.filter((o) => !present.has(o.id!));
     const received = outcomes.filter((o) => o.kind === 'webhook' && o.statuses.at(-1) === 200).map((o) => o.eventId!);
-    const kept = (await standby.query<{ n: number }>('SELECT count(DISTINCT event_id)::int AS n FROM webhook_events WHERE event_id = ANY ($1)', [received]))[0].n;
+    const kept = (await standby.query<{ n: number }>('SELECT count(DISTINCT event_id)::int AS n FROM webhook_events WHERE event_id = ANY ($1)', [received]))[0]
+      .n;
 
     let retried = 'no acknowledged create was lost in this run';
     if (lost.length > 0) {

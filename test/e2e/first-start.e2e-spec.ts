@@ -46,9 +46,16 @@ const asRoot = process.getuid?.() === 0;
 
   /** `npm start` in the clone: no DATABASE_URL, DATA_DIR, ADMIN_TOKEN or webhook secret given. */
   const start = async (): Promise<string> => {
-    gateway = spawnNode([join('dist', 'main.js')], { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }, clone);
+    gateway = spawnNode(
+      [join('dist', 'main.js')],
+      { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+      clone,
+    );
     const running = gateway;
-    const base = await waitFor(async () => /is ready on (http:\/\/\S+)/.exec(running.stdout())?.[1] ?? (running.child.exitCode !== null && 'exited'), 'the start-up banner');
+    const base = await waitFor(
+      async () => /is ready on (http:\/\/\S+)/.exec(running.stdout())?.[1] ?? (running.child.exitCode !== null && 'exited'),
+      'the start-up banner',
+    );
     if (base === 'exited') throw new Error(`the gateway failed to start: ${running.output()}`);
     return base;
   };
@@ -123,10 +130,15 @@ const asRoot = process.getuid?.() === 0;
     await symlink(join(home, 'locked', 'pg'), join(dataDir, 'pg'));
     const failing = spawnNode([join('dist', 'main.js')], { DATABASE_URL: '', TEST_DATABASE_URL: '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' }, clone);
     expect(await failing.closed).toBe(1);
-    const fatal = failing.output().split('\n').filter((line) => line.includes('Start-up failed'));
+    const fatal = failing
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('Start-up failed'));
     expect(fatal).toHaveLength(1);
     expect(JSON.parse(fatal[0]).err.message).toMatch(
-      new RegExp(`^initdb failed \\(exit 1\\): .*${join(home, 'locked')}.*Permission denied.* \\(PostgreSQL runs as the postgres user, which must be able to enter every directory above`),
+      new RegExp(
+        `^initdb failed \\(exit 1\\): .*${join(home, 'locked')}.*Permission denied.* \\(PostgreSQL runs as the postgres user, which must be able to enter every directory above`,
+      ),
     );
     expect(failing.output()).not.toMatch(/Unhandled|\n\s+at /);
   });

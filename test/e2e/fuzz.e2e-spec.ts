@@ -36,9 +36,7 @@ describe('fuzz: any request, never a 5xx, always a problem, nothing changed by a
 
   beforeAll(async () => {
     t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'silent' } });
-    tables = (
-      await t.db.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`)
-    ).rows
+    tables = (await t.db.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`)).rows
       .map((row: { table_name: string }) => row.table_name)
       .filter((name: string) => !UNCOMPARED_TABLES.has(name));
     // Order-independent and cheap: per table, the count and a sum over row versions (xmin and ctid change
@@ -76,23 +74,56 @@ describe('fuzz: any request, never a 5xx, always a problem, nothing changed by a
       { weight: 1, arbitrary: fc.constantFrom('%ff', '%00', 'a'.repeat(101), '..', '%2e%2e%2f') },
     );
     const queryValue = fc.oneof(
-      fc.constantFrom('1', '20', '100', '0', '-1', '101', 'PAID', 'INVOICE', 'unmatched', encode('d:1'), encode('e:1'), encode('d:9999999999999999999'), encode('e:99999999999999999999')),
+      fc.constantFrom(
+        '1',
+        '20',
+        '100',
+        '0',
+        '-1',
+        '101',
+        'PAID',
+        'INVOICE',
+        'unmatched',
+        encode('d:1'),
+        encode('e:1'),
+        encode('d:9999999999999999999'),
+        encode('e:99999999999999999999'),
+      ),
       fc.string({ maxLength: 30 }),
     );
     const query = fc.dictionary(fc.constantFrom('limit', 'cursor', 'after', 'status', 'type', 'externalId', 'source', 'x'), queryValue, { maxKeys: 3 });
     const jsonBody = fc.oneof(
       fc.constant(null).map(() => documentBody(own.source)),
       fc.constant(null).map(() => documentBody(own.source)),
-      fc.record({ field: fc.constantFrom('type', 'currency', 'totalAmount', 'taxAmount', 'issueDate', 'taxpayer', 'metadata', 'source', 'providerReference'), value: fc.jsonValue({ maxDepth: 3 }) }).map(
-        ({ field, value }) => documentBody(own.source, { [field]: value }),
+      fc
+        .record({
+          field: fc.constantFrom('type', 'currency', 'totalAmount', 'taxAmount', 'issueDate', 'taxpayer', 'metadata', 'source', 'providerReference'),
+          value: fc.jsonValue({ maxDepth: 3 }),
+        })
+        .map(({ field, value }) => documentBody(own.source, { [field]: value })),
+      fc.record(
+        { source: fc.oneof(fc.constant(own.source), fc.string()), name: fc.option(fc.string()), expiresAt: fc.option(fc.string()) },
+        { requiredKeys: [] },
       ),
-      fc.record({ source: fc.oneof(fc.constant(own.source), fc.string()), name: fc.option(fc.string()), expiresAt: fc.option(fc.string()) }, { requiredKeys: [] }),
       fc.record({ gracePeriodSeconds: fc.oneof(fc.integer(), fc.constant(null), fc.string()) }, { requiredKeys: [] }),
-      fc.record({ eventId: fc.string(), eventType: fc.constantFrom('PAYMENT_STATUS', 'OTHER'), status: fc.constantFrom('PAID', 'FAILED', 'x'), providerReference: fc.constantFrom('FUZZ-REF-1', 'nope') }),
+      fc.record({
+        eventId: fc.string(),
+        eventType: fc.constantFrom('PAYMENT_STATUS', 'OTHER'),
+        status: fc.constantFrom('PAID', 'FAILED', 'x'),
+        providerReference: fc.constantFrom('FUZZ-REF-1', 'nope'),
+      }),
       // Push endpoints: only addresses this machine owns or refuses, so nothing is ever sent elsewhere.
       fc.record(
         {
-          url: fc.constantFrom('https://127.0.0.1/hook', 'http://127.0.0.1:9/hook', 'https://10.0.0.1/x', 'https://[::1]/x', 'https://user:pw@127.0.0.1/x', 'ftp://127.0.0.1/x', 'no url'),
+          url: fc.constantFrom(
+            'https://127.0.0.1/hook',
+            'http://127.0.0.1:9/hook',
+            'https://10.0.0.1/x',
+            'https://[::1]/x',
+            'https://user:pw@127.0.0.1/x',
+            'ftp://127.0.0.1/x',
+            'no url',
+          ),
           description: fc.option(fc.string({ maxLength: 40 })),
           eventTypes: fc.option(fc.array(fc.constantFrom('document.created', 'document.status_changed', 'x'), { maxLength: 3 })),
           enabled: fc.option(fc.boolean()),
@@ -166,7 +197,8 @@ describe('fuzz: any request, never a 5xx, always a problem, nothing changed by a
         // Signed for real when asked to, over the bytes actually sent, so valid deliveries reach the body checks.
         const timestamp = headers['x-provider-timestamp'] === 'now' ? new Date().toISOString() : headers['x-provider-timestamp'];
         if (timestamp !== undefined) headers['x-provider-timestamp'] = timestamp;
-        if (headers['x-provider-signature'] === 'valid') headers['x-provider-signature'] = signWebhook(TEST_WEBHOOK_SECRET, timestamp ?? '', r.body ?? Buffer.alloc(0));
+        if (headers['x-provider-signature'] === 'valid')
+          headers['x-provider-signature'] = signWebhook(TEST_WEBHOOK_SECRET, timestamp ?? '', r.body ?? Buffer.alloc(0));
         const url = search ? `${path}?${search}` : path;
         const options: InjectOptions = { method: method, url, headers, remoteAddress: r.remoteAddress };
         if (r.body !== undefined && method !== 'GET' && method !== 'HEAD') options.payload = r.body;

@@ -230,9 +230,17 @@ describe('hardening: bad input', () => {
     });
 
     it('answers a signed delivery that is not UTF-8 with 422', async () => {
-      const raw = Buffer.concat([Buffer.from('{"eventId":"evt_'), Buffer.from([0xff]), Buffer.from('","eventType":"PAYMENT_STATUS","status":"PAID","providerReference":"P"}')]);
+      const raw = Buffer.concat([
+        Buffer.from('{"eventId":"evt_'),
+        Buffer.from([0xff]),
+        Buffer.from('","eventType":"PAYMENT_STATUS","status":"PAID","providerReference":"P"}'),
+      ]);
       const timestamp = new Date().toISOString();
-      const headers = { 'content-type': 'application/json', 'x-provider-timestamp': timestamp, 'x-provider-signature': signWebhook(TEST_WEBHOOK_SECRET, timestamp, raw) };
+      const headers = {
+        'content-type': 'application/json',
+        'x-provider-timestamp': timestamp,
+        'x-provider-signature': signWebhook(TEST_WEBHOOK_SECRET, timestamp, raw),
+      };
       const res = await sendWebhook(t.app, { raw, headers });
       expect(res.statusCode).toBe(422);
       expect(res.json().errors).toEqual([{ field: 'body', message: 'is not valid UTF-8' }]);
@@ -249,8 +257,22 @@ describe('hardening: bad input', () => {
     });
 
     // Only headers that mean something for data: a browser never renders a JSON answer as a page.
-    const JSON_SET = ['content-security-policy', 'strict-transport-security', 'x-content-type-options', 'x-frame-options', 'referrer-policy', 'cross-origin-resource-policy'];
-    const PAGE_ONLY = ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection'];
+    const JSON_SET = [
+      'content-security-policy',
+      'strict-transport-security',
+      'x-content-type-options',
+      'x-frame-options',
+      'referrer-policy',
+      'cross-origin-resource-policy',
+    ];
+    const PAGE_ONLY = [
+      'cross-origin-opener-policy',
+      'origin-agent-cluster',
+      'x-dns-prefetch-control',
+      'x-download-options',
+      'x-permitted-cross-domain-policies',
+      'x-xss-protection',
+    ];
 
     it('on JSON answers (a document, a problem, health) are the REST set, with a policy that allows nothing', async () => {
       const created = await postDocument(t.app, source.key, documentBody(source.source));
@@ -271,7 +293,7 @@ describe('hardening: bad input', () => {
       }
     });
 
-    it('on pages (Swagger UI, the /metrics text) are helmet\'s whole set with the page policy', async () => {
+    it("on pages (Swagger UI, the /metrics text) are helmet's whole set with the page policy", async () => {
       for (const url of ['/docs', '/metrics']) {
         const res = await t.app.inject({ method: 'GET', url });
         expect(res.statusCode).toBe(200);
@@ -353,7 +375,9 @@ describe('hardening: the HTTP layer on a real socket', () => {
   });
 
   it('answers conflicting Content-Length headers with 400 problem+json', async () => {
-    const raw = await rawExchange(port, ['POST /api/v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}']);
+    const raw = await rawExchange(port, [
+      'POST /api/v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}',
+    ]);
     const res = expectProblem(raw, 400);
     expect(res.body).not.toContain('/api/v1/documents');
   });

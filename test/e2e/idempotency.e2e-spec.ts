@@ -2,7 +2,16 @@ import { Client } from 'pg';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { requestFingerprint } from '../../src/idempotency/fingerprint.js';
 import { IDEMPOTENCY_PURGE_JOB, IdempotencyService } from '../../src/idempotency/idempotency.service.js';
-import { cancelDocument, documentBody, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import {
+  cancelDocument,
+  documentBody,
+  IssuedKey,
+  newIdempotencyKey,
+  newSourceWithKey,
+  postDocument,
+  sendWebhook,
+  signedWebhook,
+} from '../support/factories.js';
 import { holdDocumentInsert } from '../support/database.js';
 import { waitFor } from '../support/processes.js';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
@@ -27,16 +36,23 @@ describe('idempotency', () => {
     it('is required on every POST: 422 VALIDATION_ERROR naming the header, nothing created', async () => {
       const res = await postDocument(t.app, acme.key, documentBody(acme.source), null);
       expect(res.statusCode).toBe(422);
-      expect(res.json()).toMatchObject({ code: 'VALIDATION_ERROR', detail: 'X-Idempotency-Key header is required', errors: [{ field: 'X-Idempotency-Key', message: 'is required' }] });
+      expect(res.json()).toMatchObject({
+        code: 'VALIDATION_ERROR',
+        detail: 'X-Idempotency-Key header is required',
+        errors: [{ field: 'X-Idempotency-Key', message: 'is required' }],
+      });
       expect(await countDocuments(acme.source)).toBe(0);
     });
 
-    it.each(['short77', 'x'.repeat(129), 'has space1', 'sla/sh-key', 'ümlaut-key', 'semi;colon'])('must match [a-zA-Z0-9._:-]{8,128}: %p is 422', async (key) => {
-      const res = await postDocument(t.app, acme.key, documentBody(acme.source), key);
-      expect(res.statusCode).toBe(422);
-      expect(res.json().errors[0].field).toBe('X-Idempotency-Key');
-      expect(await countDocuments(acme.source)).toBe(0);
-    });
+    it.each(['short77', 'x'.repeat(129), 'has space1', 'sla/sh-key', 'ümlaut-key', 'semi;colon'])(
+      'must match [a-zA-Z0-9._:-]{8,128}: %p is 422',
+      async (key) => {
+        const res = await postDocument(t.app, acme.key, documentBody(acme.source), key);
+        expect(res.statusCode).toBe(422);
+        expect(res.json().errors[0].field).toBe('X-Idempotency-Key');
+        expect(await countDocuments(acme.source)).toBe(0);
+      },
+    );
 
     it.each(['abcdefgh', 'A.b_c:d-0', 'k'.repeat(128)])('accepts %p', async (key) => {
       expect((await postDocument(t.app, acme.key, documentBody(acme.source), key)).statusCode).toBe(201);
@@ -94,7 +110,10 @@ describe('idempotency', () => {
       const key = newIdempotencyKey();
       const body = documentBody(acme.source);
       const first = await postDocument(t.app, acme.key, JSON.stringify(body), key);
-      const reordered = `{\n  ${Object.entries(body).reverse().map(([k, v]) => `"${k}" :  ${JSON.stringify(v)}`).join(',\n  ')}\n}`;
+      const reordered = `{\n  ${Object.entries(body)
+        .reverse()
+        .map(([k, v]) => `"${k}" :  ${JSON.stringify(v)}`)
+        .join(',\n  ')}\n}`;
       const again = await postDocument(t.app, acme.key, reordered, key);
       expect(again.statusCode).toBe(201);
       expect(again.headers['idempotent-replayed']).toBe('true');
@@ -113,7 +132,9 @@ describe('idempotency', () => {
       expect(otherPath.statusCode).toBe(422);
       expect(otherPath.json().code).toBe('IDEMPOTENCY_KEY_REUSED');
       expect(await countDocuments(acme.source)).toBe(before);
-      expect((await t.app.inject({ method: 'GET', url: `/api/v1/documents/${first.id}`, headers: { 'x-api-key': acme.key } })).json().status).toBe('PENDING_PAYMENT');
+      expect((await t.app.inject({ method: 'GET', url: `/api/v1/documents/${first.id}`, headers: { 'x-api-key': acme.key } })).json().status).toBe(
+        'PENDING_PAYMENT',
+      );
     });
 
     it('scopes keys by source: two sources may use the same key value independently', async () => {
@@ -239,7 +260,12 @@ describe('idempotency', () => {
         const body = documentBody(source.source, { providerReference });
         const first = postDocument(patient.app, source.key, body, key);
         await waitFor(
-          async () => (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 7340217 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rowCount === 1,
+          async () =>
+            (
+              await holder.query(
+                `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 7340217 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+              )
+            ).rowCount === 1,
           'the first request to wait for the lock',
         );
         const duplicate = await postDocument(patient.app, source.key, body, key);
@@ -271,7 +297,12 @@ describe('idempotency', () => {
         const body = documentBody(source.source, { providerReference });
         const pending = postDocument(patient.app, source.key, body, key);
         await waitFor(
-          async () => (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 7340217 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rowCount === 1,
+          async () =>
+            (
+              await holder.query(
+                `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 7340217 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+              )
+            ).rowCount === 1,
           'the request to wait for the lock, its claim held',
         );
         const earlier = JSON.stringify({ answeredBy: 'another request' });
@@ -282,7 +313,9 @@ describe('idempotency', () => {
         await holder.query('SELECT pg_advisory_unlock(7340217, hashtext($1))', [providerReference]);
         const answer = await pending;
         expect([answer.statusCode, answer.headers['idempotent-replayed'], answer.body]).toEqual([201, 'true', earlier]);
-        expect((await db.query('SELECT count(*)::int AS n FROM documents WHERE source = $1 AND external_id = $2', [source.source, body.externalId])).rows[0].n).toBe(0);
+        expect(
+          (await db.query('SELECT count(*)::int AS n FROM documents WHERE source = $1 AND external_id = $2', [source.source, body.externalId])).rows[0].n,
+        ).toBe(0);
       } finally {
         await holder.end();
         await patient.close();
@@ -311,7 +344,7 @@ describe('idempotency', () => {
   });
 
   describe('an answer known in advance (a create: one round trip)', () => {
-    it('is stored byte for byte as sent, with the transaction\'s time where the document\'s times go', async () => {
+    it("is stored byte for byte as sent, with the transaction's time where the document's times go", async () => {
       const key = newIdempotencyKey();
       const created = await postDocument(t.app, acme.key, documentBody(acme.source, { metadata: { b: '1', aa: '2', '10': '3', '2': '4' } }), key);
       expect(created.statusCode).toBe(201);

@@ -16,7 +16,11 @@ import type { RunJourney } from '../openapi-client/journey-result.js';
 const run = promisify(execFile);
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 /** The linters print their findings and exit non-zero when there are errors; the findings are what we assert on. */
-const output = (command: Promise<{ stdout: string }>) => command.then((r) => r.stdout, (error: { stdout?: string }) => error.stdout ?? '');
+const output = (command: Promise<{ stdout: string }>) =>
+  command.then(
+    (r) => r.stdout,
+    (error: { stdout?: string }) => error.stdout ?? '',
+  );
 
 describe('the OpenAPI document the gateway serves', () => {
   let t: TestApp;
@@ -94,7 +98,9 @@ describe('the OpenAPI document the gateway serves', () => {
       required: true,
       schema: { pattern: IDEMPOTENCY_KEY_PATTERN.source, minLength: 8, maxLength: 128 },
     });
-    expect(create.responses['201']).toMatchObject({ headers: { Location: expect.anything(), 'Idempotent-Replayed': expect.anything(), 'X-Request-Id': expect.anything() } });
+    expect(create.responses['201']).toMatchObject({
+      headers: { Location: expect.anything(), 'Idempotent-Replayed': expect.anything(), 'X-Request-Id': expect.anything() },
+    });
     expect(schemas.CreateDocumentDto).toMatchObject({
       additionalProperties: false,
       properties: { source: { pattern: SOURCE_PATTERN.source }, providerReference: { minLength: 1, maxLength: 128 }, metadata: { maxProperties: 20 } },
@@ -102,8 +108,16 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(schemas.TaxpayerDto.additionalProperties).toBe(false);
     expect(new Set(schemas.TaxpayerDto.properties!.country.enum)).toEqual(ISO_COUNTRIES);
     expect(new Set(schemas.CreateDocumentDto.properties!.currency.enum)).toEqual(ISO_CURRENCIES);
-    expect(schemas.RotateApiKeyDto).toMatchObject({ additionalProperties: false, properties: { gracePeriodSeconds: { type: 'integer', minimum: 0, maximum: 86400 } } });
-    for (const [path, limit] of [['/api/v1/documents', 100], ['/api/v1/events', 100], ['/admin/audit-log', 200], ['/admin/webhook-events', 200]] as const) {
+    expect(schemas.RotateApiKeyDto).toMatchObject({
+      additionalProperties: false,
+      properties: { gracePeriodSeconds: { type: 'integer', minimum: 0, maximum: 86400 } },
+    });
+    for (const [path, limit] of [
+      ['/api/v1/documents', 100],
+      ['/api/v1/events', 100],
+      ['/admin/audit-log', 200],
+      ['/admin/webhook-events', 200],
+    ] as const) {
       expect(document.paths[path].get.parameters!.find((p) => p.name === 'limit')!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: limit });
     }
     const webhook = document.paths['/api/webhooks/payments/bank'].post;
@@ -126,7 +140,8 @@ describe('the OpenAPI document the gateway serves', () => {
   });
 
   it('documents the problem titles and codes the server sends, and no example names a path other than its own', async () => {
-    const key = (await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: uniqueSource('titles') } })).json().key as string;
+    const key = (await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: uniqueSource('titles') } })).json()
+      .key as string;
     const asClient = { 'X-API-Key': key, 'Content-Type': 'application/json', 'X-Idempotency-Key': 'titles-0001' };
     const sent = await Promise.all(
       [
@@ -144,7 +159,10 @@ describe('the OpenAPI document the gateway serves', () => {
       for (const operation of Object.values(item)) {
         for (const [status, response] of Object.entries(operation.responses)) {
           for (const example of Object.values(response.content?.['application/problem+json']?.examples ?? {})) {
-            expect(example.value).toMatchObject({ status: Number(status), instance: expect.stringMatching(new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`)) });
+            expect(example.value).toMatchObject({
+              status: Number(status),
+              instance: expect.stringMatching(new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`)),
+            });
             if (titleSent.has(Number(status))) expect(example.value.title).toBe(titleSent.get(Number(status)));
             codesDocumented.add(example.value.code);
           }
@@ -155,12 +173,17 @@ describe('the OpenAPI document the gateway serves', () => {
   });
 
   it('shows, as its 422 examples, what the server answers', async () => {
-    const key = (await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: uniqueSource('examples') } })).json().key as string;
+    const key = (await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: uniqueSource('examples') } })).json()
+      .key as string;
     const cases: Array<{ path: string; method: string; url?: string; init: RequestInit }> = [
       { path: '/api/v1/documents', method: 'post', init: { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: '{}' } },
       { path: '/api/v1/documents', method: 'get', url: '/api/v1/documents?sort=newest', init: { headers: { 'X-API-Key': key } } },
       { path: '/api/v1/documents/{id}', method: 'get', url: '/api/v1/documents/%00', init: { headers: { 'X-API-Key': key } } },
-      { path: '/admin/api-keys', method: 'post', init: { method: 'POST', headers: { ...adminHeaders, 'Content-Type': 'application/json' }, body: '{"source":' } },
+      {
+        path: '/admin/api-keys',
+        method: 'post',
+        init: { method: 'POST', headers: { ...adminHeaders, 'Content-Type': 'application/json' }, body: '{"source":' },
+      },
     ];
     for (const { path, method, url, init } of cases) {
       const answer = (await (await fetch(`${baseUrl}${url ?? path}`, init)).json()) as Record<string, unknown>;
@@ -178,12 +201,25 @@ describe('the OpenAPI document the gateway serves', () => {
     for (const { path, method, headers } of cases) {
       const answer = await fetch(`${baseUrl}${path}`, { headers });
       const example = document.paths[path][method].responses['401'].content!['application/problem+json'].examples!.UNAUTHORIZED.value;
-      expect({ path, status: answer.status, detail: ((await answer.json()) as { detail: string }).detail }).toEqual({ path, status: 401, detail: example.detail });
+      expect({ path, status: answer.status, detail: ((await answer.json()) as { detail: string }).detail }).toEqual({
+        path,
+        status: 401,
+        detail: example.detail,
+      });
     }
     // Personal tokens, the break-glass token and the console's session, wherever the admin credential is described.
     const admin = document.paths['/admin/api-keys'].get.responses['401'].content!['application/problem+json'].examples!.UNAUTHORIZED.value.detail;
-    const described = document as unknown as { info: { description: string }; tags: { name: string; description: string }[]; components: { securitySchemes: Record<string, { description: string }> } };
-    for (const text of [admin, described.info.description, described.tags.find((tag) => tag.name === 'admin')!.description, described.components.securitySchemes.adminToken.description]) {
+    const described = document as unknown as {
+      info: { description: string };
+      tags: { name: string; description: string }[];
+      components: { securitySchemes: Record<string, { description: string }> };
+    };
+    for (const text of [
+      admin,
+      described.info.description,
+      described.tags.find((tag) => tag.name === 'admin')!.description,
+      described.components.securitySchemes.adminToken.description,
+    ]) {
       expect(text).toContain('adm_tax_…');
       expect(text).toContain('ADMIN_TOKEN');
     }
@@ -197,7 +233,20 @@ describe('the OpenAPI document the gateway serves', () => {
     // A schema that does not fit what the journey reads and sends fails here, before anything runs.
     const journeyFile = join(ROOT, 'test', 'openapi-client', 'journey.ts');
     const typeCheck = await output(
-      run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--ignoreConfig', '--noEmit', '--strict', '--skipLibCheck', '--module', 'node16', '--target', 'ES2022', '--lib', 'ES2022,DOM', journeyFile]),
+      run(process.execPath, [
+        join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+        '--ignoreConfig',
+        '--noEmit',
+        '--strict',
+        '--skipLibCheck',
+        '--module',
+        'node16',
+        '--target',
+        'ES2022',
+        '--lib',
+        'ES2022,DOM',
+        journeyFile,
+      ]),
     );
     expect(typeCheck).toBe('');
 

@@ -76,7 +76,11 @@ describe('operations endpoints', () => {
   });
 
   it('writes structured JSON request logs with the request id and never the secret headers', async () => {
-    const secrets = { 'x-api-key': 'sk_tax_SECRETKEYVALUE0123456789abcdefXYZ', authorization: 'Bearer admin-secret-value-123456', 'x-provider-signature': 'deadbeefcafebabe0123' };
+    const secrets = {
+      'x-api-key': 'sk_tax_SECRETKEYVALUE0123456789abcdefXYZ',
+      authorization: 'Bearer admin-secret-value-123456',
+      'x-provider-signature': 'deadbeefcafebabe0123',
+    };
     await t.app.inject({ method: 'GET', url: '/health/live', headers: { ...secrets, 'x-request-id': 'log-check-1' } });
     const lines = t.logs().trim().split('\n');
     const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -105,7 +109,12 @@ describe('operations endpoints', () => {
     expect(body.properties.totalAmount).toMatchObject({ example: '119.00', pattern: expect.any(String) });
     expect(body.properties.type.enum).toEqual(['INVOICE', 'CREDIT_NOTE', 'RECEIPT', 'TAX_RETURN']);
     expect(spec.components.schemas.DocumentResponseDto.properties.payment.$ref).toBe('#/components/schemas/PaymentDto');
-    for (const [path, method] of [['/api/v1/documents/{id}', 'get'], ['/api/v1/documents/{id}/cancel', 'post'], ['/api/v1/events', 'get'], ['/api/v1/documents', 'get']]) {
+    for (const [path, method] of [
+      ['/api/v1/documents/{id}', 'get'],
+      ['/api/v1/documents/{id}/cancel', 'post'],
+      ['/api/v1/events', 'get'],
+      ['/api/v1/documents', 'get'],
+    ]) {
       const operation = spec.paths[path][method];
       expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '401']));
     }
@@ -153,7 +162,13 @@ describe('secrets a caller put into a URL or X-Request-Id', () => {
         for (const trailer of Object.keys(TRAILERS)) {
           const res = await t.app.inject({ method: 'GET', url: at(encode(secret, trailer)) });
           // Refused (404 or 401), so logged at warn; and the problem's instance is redacted by the same rule.
-          expect([position, encoding, trailer, res.statusCode >= 400, forms.some((form) => res.body.includes(form))]).toEqual([position, encoding, trailer, true, false]);
+          expect([position, encoding, trailer, res.statusCode >= 400, forms.some((form) => res.body.includes(form))]).toEqual([
+            position,
+            encoding,
+            trailer,
+            true,
+            false,
+          ]);
         }
       }
     }
@@ -194,8 +209,14 @@ describe("a refused request's log line", () => {
 
   it("names the problem's code beside the status, and for the idempotency refusals and a replay the key's state", async () => {
     const source = await newSourceWithKey(t.app);
-    const headers = (id: string, key: string) => ({ 'x-request-id': id, 'x-api-key': source.key, 'x-idempotency-key': key, 'content-type': 'application/json' });
-    const post = (id: string, key: string, body: object) => t.app.inject({ method: 'POST', url: '/api/v1/documents', headers: headers(id, key), payload: JSON.stringify(body) });
+    const headers = (id: string, key: string) => ({
+      'x-request-id': id,
+      'x-api-key': source.key,
+      'x-idempotency-key': key,
+      'content-type': 'application/json',
+    });
+    const post = (id: string, key: string, body: object) =>
+      t.app.inject({ method: 'POST', url: '/api/v1/documents', headers: headers(id, key), payload: JSON.stringify(body) });
 
     await t.app.inject({ method: 'GET', url: '/no-such-route', headers: { 'x-request-id': 'refused-404' } });
     const key = newIdempotencyKey();
@@ -249,7 +270,11 @@ describe("a refused request's log line", () => {
     }
     expect(gate.open).toBe(true);
     const [unavailable] = linesOf('gate-shut').filter((entry) => entry.msg === 'Database unavailable: unreachable');
-    expect(unavailable).toMatchObject({ level: 40, cause: 'unreachable', message: expect.stringMatching(/^gate shut after a failed connection attempt \d+\.\d s ago, no attempt made$/) });
+    expect(unavailable).toMatchObject({
+      level: 40,
+      cause: 'unreachable',
+      message: expect.stringMatching(/^gate shut after a failed connection attempt \d+\.\d s ago, no attempt made$/),
+    });
     expect(unavailable.code).toBeUndefined();
     expect(JSON.stringify(linesOf('gate-shut'))).not.toContain('timeout expired');
     // Written once the answer is out, which may be after inject has it.
@@ -264,7 +289,11 @@ describe('request logs at the default level', () => {
     try {
       await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'quiet-1' } });
       await t.app.inject({ method: 'GET', url: '/no-such-route', headers: { 'x-request-id': 'refused-1' } });
-      const entries = t.logs().trim().split('\n').map((line) => JSON.parse(line) as { level: number; req?: { id?: string } });
+      const entries = t
+        .logs()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { level: number; req?: { id?: string } });
       expect(entries.filter((e) => e.req?.id === 'quiet-1')).toEqual([]);
       expect(entries.filter((e) => e.req?.id === 'refused-1').map((e) => e.level)).toEqual([40]);
     } finally {

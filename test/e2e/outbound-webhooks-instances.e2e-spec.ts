@@ -15,7 +15,11 @@ const ENV = {
   OUTBOUND_WEBHOOKS_POLL_SECONDS: '1',
 };
 
-const registerEndpoint = async (post: (url: string, body: unknown, key: string) => Promise<{ status: number; body: { id: string } }>, key: string, url: string) => {
+const registerEndpoint = async (
+  post: (url: string, body: unknown, key: string) => Promise<{ status: number; body: { id: string } }>,
+  key: string,
+  url: string,
+) => {
   const res = await post('/api/v1/webhook-endpoints', { url, eventTypes: ['document.created'] }, key);
   expect(res.status).toBe(201);
   return res.body;
@@ -40,9 +44,7 @@ describe('push notifications across instances', () => {
           .inject({ method: 'POST', url, headers: { 'x-api-key': apiKey, 'x-idempotency-key': newIdempotencyKey() }, payload: body as object })
           .then((res) => ({ status: res.statusCode, body: res.json() }));
       const endpoint = await registerEndpoint(inject(a), key.key, receiver.url);
-      const created = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => inject(i % 2 ? a : b)('/api/v1/documents', documentBody(key.source), key.key)),
-      );
+      const created = await Promise.all(Array.from({ length: 40 }, (_, i) => inject(i % 2 ? a : b)('/api/v1/documents', documentBody(key.source), key.key)));
       expect(created.map((r) => r.status)).toEqual(Array(40).fill(201));
 
       const rows = await waitFor(async () => {
@@ -84,7 +86,10 @@ describe('push notifications across instances', () => {
       const next = await startTestApp({ env: { ...ENV, OUTBOUND_WEBHOOKS_LEASE_SECONDS: '100' }, databaseUrl });
       try {
         // Well before the 100 s lease could have ended: the claim was released.
-        await waitFor(async () => (await db.query(`SELECT status FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows[0].status === 'succeeded', 'the released delivery');
+        await waitFor(
+          async () => (await db.query(`SELECT status FROM outbound_deliveries WHERE endpoint_id = $1`, [endpoint.id])).rows[0].status === 'succeeded',
+          'the released delivery',
+        );
       } finally {
         await next.close();
       }
@@ -126,7 +131,9 @@ describe('push notifications across instances', () => {
       const next = await startTestApp({ env, databaseUrl });
       try {
         await waitFor(
-          async () => (await db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND status = 'succeeded'`, [endpoint.id])).rows[0].n === 8,
+          async () =>
+            (await db.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE endpoint_id = $1 AND status = 'succeeded'`, [endpoint.id])).rows[0].n ===
+            8,
           'all eight delivered',
           30000,
         );
@@ -221,7 +228,11 @@ describe('push notifications across instances', () => {
         await registerEndpoint(injectPost(saturated), key.key, receiver.url);
         await waitFor(
           async () =>
-            (await saturated.db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'tax-document-gateway-listener' AND datname = current_database()`)).rows[0].n === 2,
+            (
+              await saturated.db.query(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'tax-document-gateway-listener' AND datname = current_database()`,
+              )
+            ).rows[0].n === 2,
           'both instances listening',
         );
         // A claim round that began before the spy (the poll's, say) could still find a delivery.
@@ -293,7 +304,7 @@ describe('push notifications across instances', () => {
       await dropTestDatabase(databaseUrl);
     });
 
-    it("has its claimed deliveries attempted by another instance once the lease has passed", async () => {
+    it('has its claimed deliveries attempted by another instance once the lease has passed', async () => {
       const port = await freePort();
       // The lease is short for the test; attempts would time out after 5 s, long after the kill.
       gateway = startGateway({

@@ -53,10 +53,17 @@ describe('recording push delivery attempts in batches', () => {
     delaySeconds,
   });
   const delivery = async (id: string) =>
-    (await t.db.query('SELECT status, attempts, retry_step, leased_by, last_response_status, last_error, next_attempt_at FROM outbound_deliveries WHERE id = $1', [id])).rows[0];
+    (
+      await t.db.query(
+        'SELECT status, attempts, retry_step, leased_by, last_response_status, last_error, next_attempt_at FROM outbound_deliveries WHERE id = $1',
+        [id],
+      )
+    ).rows[0];
   const attemptsOf = async (id: string) =>
-    (await t.db.query('SELECT response_status, error, duration_ms, response_excerpt FROM outbound_delivery_attempts WHERE delivery_id = $1 ORDER BY id', [id])).rows;
-  const endpoint = async (id: string) => (await t.db.query('SELECT enabled, disabled_reason, failing_since FROM webhook_endpoints WHERE id = $1', [id])).rows[0];
+    (await t.db.query('SELECT response_status, error, duration_ms, response_excerpt FROM outbound_delivery_attempts WHERE delivery_id = $1 ORDER BY id', [id]))
+      .rows;
+  const endpoint = async (id: string) =>
+    (await t.db.query('SELECT enabled, disabled_reason, failing_since FROM webhook_endpoints WHERE id = $1', [id])).rows[0];
 
   beforeAll(async () => {
     t = await startTestApp({ env: { OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true' } });
@@ -78,13 +85,35 @@ describe('recording push delivery attempts in batches', () => {
     const flushed = Date.now();
 
     expect(recorded.at(-1)).toEqual(batch);
-    expect(await delivery(succeeded)).toMatchObject({ status: 'succeeded', attempts: 1, retry_step: 0, leased_by: null, last_response_status: 204, last_error: null, next_attempt_at: null });
-    expect(await delivery(retrying)).toMatchObject({ status: 'pending', attempts: 1, retry_step: 1, leased_by: null, last_response_status: 500, last_error: 'http_error' });
+    expect(await delivery(succeeded)).toMatchObject({
+      status: 'succeeded',
+      attempts: 1,
+      retry_step: 0,
+      leased_by: null,
+      last_response_status: 204,
+      last_error: null,
+      next_attempt_at: null,
+    });
+    expect(await delivery(retrying)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      retry_step: 1,
+      leased_by: null,
+      last_response_status: 500,
+      last_error: 'http_error',
+    });
     // Its delay from the write: the write's time lies between the two readings, however long it took.
     const nextAttemptAt = ((await delivery(retrying)).next_attempt_at as Date).getTime();
     expect(nextAttemptAt - flushing).toBeGreaterThanOrEqual(30_000);
     expect(nextAttemptAt - flushed).toBeLessThanOrEqual(30_000);
-    expect(await delivery(failed)).toMatchObject({ status: 'failed', attempts: 1, leased_by: null, last_response_status: null, last_error: 'timeout', next_attempt_at: null });
+    expect(await delivery(failed)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      leased_by: null,
+      last_response_status: null,
+      last_error: 'timeout',
+      next_attempt_at: null,
+    });
     expect(await attemptsOf(succeeded)).toEqual([{ response_status: 204, error: null, duration_ms: 7, response_excerpt: 'answer 204' }]);
     expect(await attemptsOf(retrying)).toEqual([{ response_status: 500, error: 'http_error', duration_ms: 7, response_excerpt: 'answer 500' }]);
     expect(await attemptsOf(failed)).toEqual([{ response_status: null, error: 'timeout', duration_ms: 7, response_excerpt: null }]);
@@ -116,7 +145,7 @@ describe('recording push delivery attempts in batches', () => {
     expect(await endpoint(stale.endpointId)).toMatchObject({ enabled: false, disabled_reason: 'failing' });
   });
 
-  it("records nothing for a delivery whose lease another instance holds now, and still records the rest of the batch", async () => {
+  it('records nothing for a delivery whose lease another instance holds now, and still records the rest of the batch', async () => {
     const taken = await leasedDeliveries(1, 'another-instance');
     const mine = await leasedDeliveries(1);
     recorder.add(attempt(taken.ids[0], 'succeeded', answer(204), 1));

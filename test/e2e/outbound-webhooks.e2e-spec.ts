@@ -106,10 +106,25 @@ describe('push notifications', () => {
       const source = await newSourceWithKey(t.app);
       const { id } = await register(source, 'https://hooks.example.com/a');
       expect((await api(source, 'GET', `/${id}`)).json().eventTypes).toEqual(['document.created', 'document.status_changed']);
-      const patched = await api(source, 'PATCH', `/${id}`, { url: 'https://hooks.example.com/b', description: 'new', eventTypes: ['document.status_changed'], enabled: false });
+      const patched = await api(source, 'PATCH', `/${id}`, {
+        url: 'https://hooks.example.com/b',
+        description: 'new',
+        eventTypes: ['document.status_changed'],
+        enabled: false,
+      });
       expect(patched.statusCode).toBe(200);
-      expect(patched.json()).toMatchObject({ url: 'https://hooks.example.com/b', description: 'new', eventTypes: ['document.status_changed'], enabled: false, disabledReason: 'client' });
-      expect((await api(source, 'PATCH', `/${id}`, { enabled: true, description: null })).json()).toMatchObject({ enabled: true, disabledReason: null, description: null });
+      expect(patched.json()).toMatchObject({
+        url: 'https://hooks.example.com/b',
+        description: 'new',
+        eventTypes: ['document.status_changed'],
+        enabled: false,
+        disabledReason: 'client',
+      });
+      expect((await api(source, 'PATCH', `/${id}`, { enabled: true, description: null })).json()).toMatchObject({
+        enabled: true,
+        disabledReason: null,
+        description: null,
+      });
       expect((await api(source, 'DELETE', `/${id}`)).statusCode).toBe(204);
       expect((await api(source, 'GET', `/${id}`)).statusCode).toBe(404);
       expect((await api(source, 'DELETE', `/${id}`)).statusCode).toBe(404);
@@ -129,7 +144,11 @@ describe('push notifications', () => {
         { field: 'url', message: expect.stringMatching(/^must be an https:\/\/ URL/) },
       ]);
       const badUrl = await api(source, 'POST', '', { url: 'ftp://x.example.com' });
-      expect(badUrl.json()).toMatchObject({ status: 422, code: 'VALIDATION_ERROR', errors: [{ field: 'url', message: expect.stringMatching(/^must be an https:\/\/ URL/) }] });
+      expect(badUrl.json()).toMatchObject({
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        errors: [{ field: 'url', message: expect.stringMatching(/^must be an https:\/\/ URL/) }],
+      });
       const unknownType = await api(source, 'POST', '', { url: 'https://x.example.com', eventTypes: ['document.deleted'] });
       expect(unknownType.json().errors).toEqual([{ field: 'eventTypes', message: expect.stringContaining('document.created') }]);
       const both = await api(source, 'POST', '', { url: 'not a url', eventTypes: ['document.deleted'] });
@@ -251,7 +270,11 @@ describe('push notifications', () => {
       expect(metrics).toMatch(/^outbound_webhook_attempt_duration_seconds_count\{result="success"\} [1-9]/m);
       expect(metrics).toMatch(/^outbound_webhook_queue_depth \d+$/m);
       expect(metrics).toMatch(/^outbound_webhook_oldest_due_age_seconds [\d.]+$/m);
-      const [attempt] = (await t.db.query('SELECT * FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1 LIMIT 1', [endpoint.id])).rows;
+      const [attempt] = (
+        await t.db.query('SELECT * FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1 LIMIT 1', [
+          endpoint.id,
+        ])
+      ).rows;
       expect(attempt).toMatchObject({ response_status: 204, error: null, duration_ms: expect.any(Number) });
     });
 
@@ -333,10 +356,12 @@ describe('push notifications', () => {
       expect(hook.messages.map((m) => m.headers['webhook-id'])).toEqual([event.id, event.id, event.id]);
       const gaps = hook.messages.slice(1).map((m, i) => m.receivedAt - hook.messages[i].receivedAt);
       expect(gaps.every((gap) => gap >= 900)).toBe(true);
-      const attempts = (await t.db.query(
-        `SELECT a.response_status, a.error FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.event_id = $1 ORDER BY a.id`,
-        [event.id],
-      )).rows;
+      const attempts = (
+        await t.db.query(
+          `SELECT a.response_status, a.error FROM outbound_delivery_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.event_id = $1 ORDER BY a.id`,
+          [event.id],
+        )
+      ).rows;
       expect(attempts).toEqual([
         { response_status: 500, error: 'http_error' },
         { response_status: null, error: 'timeout' },
@@ -463,14 +488,23 @@ describe('push notifications', () => {
       const ids: string[] = [];
       let cursor: string | null = null;
       do {
-        const page: { data: { id: string }[]; nextCursor: string | null } = await deliveries(source, endpoint.id, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        const page: { data: { id: string }[]; nextCursor: string | null } = await deliveries(
+          source,
+          endpoint.id,
+          `?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+        );
         ids.push(...page.data.map((d) => d.id));
         cursor = page.nextCursor;
       } while (cursor);
       expect(ids).toHaveLength(5);
       expect([...ids].sort((a, b) => Number(b) - Number(a))).toEqual(ids);
       const bad = await api(source, 'GET', `/${endpoint.id}/deliveries?status=done&cursor=zzz&limit=0`);
-      expect(bad.json().errors.map((e: { field: string }) => e.field).sort()).toEqual(['limit', 'status']);
+      expect(
+        bad
+          .json()
+          .errors.map((e: { field: string }) => e.field)
+          .sort(),
+      ).toEqual(['limit', 'status']);
     });
   });
 });
@@ -489,13 +523,34 @@ describe('push notifications to non-public addresses (OUTBOUND_WEBHOOKS_ALLOW_PR
   });
 
   it.each([
-    ['https://127.0.0.1/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
-    ['https://localhost/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
-    ['https://10.1.2.3/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
-    ['https://169.254.169.254/latest/meta-data', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
-    ['https://[::1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
-    ['https://[::ffff:127.0.0.1]/hooks', 'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
-    ['http://93.184.216.34/hooks', 'must be an https:// URL (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)'],
+    [
+      'https://127.0.0.1/hooks',
+      'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)',
+    ],
+    [
+      'https://localhost/hooks',
+      'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)',
+    ],
+    [
+      'https://10.1.2.3/hooks',
+      'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)',
+    ],
+    [
+      'https://169.254.169.254/latest/meta-data',
+      'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)',
+    ],
+    [
+      'https://[::1]/hooks',
+      'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)',
+    ],
+    [
+      'https://[::ffff:127.0.0.1]/hooks',
+      'must not point to a loopback, private, link-local or otherwise non-public address (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)',
+    ],
+    [
+      'http://93.184.216.34/hooks',
+      'must be an https:// URL (http:// and private addresses are accepted only with OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true, for local trials)',
+    ],
   ])('refuses %s at creation with 422', async (url, message) => {
     const key = await newSourceWithKey(t.app);
     const res = await t.app.inject({
@@ -514,11 +569,16 @@ describe('push notifications to non-public addresses (OUTBOUND_WEBHOOKS_ALLOW_PR
     // OUTBOUND_WEBHOOKS_ALLOW_PRIVATE was true (a local trial), or written by an older version.
     const urls = [hook.url, hook.url.replace('127.0.0.1', 'localhost')];
     for (const url of urls) {
-      await t.db.query(`INSERT INTO webhook_endpoints (source, url, event_types, secret) VALUES ($1, $2, '{document.created}', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0')`, [key.source, url]);
+      await t.db.query(
+        `INSERT INTO webhook_endpoints (source, url, event_types, secret) VALUES ($1, $2, '{document.created}', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0')`,
+        [key.source, url],
+      );
     }
     await postDocument(t.app, key.key, documentBody(key.source));
     const deliveries = await waitFor(async () => {
-      const { rows } = await t.db.query(`SELECT last_error, status, attempts, next_attempt_at FROM outbound_deliveries WHERE source = $1 AND attempts > 0`, [key.source]);
+      const { rows } = await t.db.query(`SELECT last_error, status, attempts, next_attempt_at FROM outbound_deliveries WHERE source = $1 AND attempts > 0`, [
+        key.source,
+      ]);
       return rows.length === 2 && rows;
     }, 'both attempts');
     // Failed at the first attempt: the rule that refused it would refuse every retry.
@@ -548,7 +608,11 @@ describe("an operator's stop, through a listening gateway", () => {
   const call = async (method: string, path: string, headers: Record<string, string>, body?: unknown) => {
     const res = await fetch(`${gateway}${path}`, {
       method,
-      headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(method === 'POST' ? { 'x-idempotency-key': newIdempotencyKey() } : {}) },
+      headers: {
+        ...headers,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(method === 'POST' ? { 'x-idempotency-key': newIdempotencyKey() } : {}),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: res.status, body: res.status === 204 ? null : await res.json() };
@@ -569,7 +633,11 @@ describe("an operator's stop, through a listening gateway", () => {
 
     const port = stoppedHook.port;
     const fragment = await call('POST', '/api/v1/webhook-endpoints', client, { url: `${stoppedHook.url}#x` });
-    expect([fragment.status, fragment.body.code, fragment.body.errors]).toEqual([422, 'VALIDATION_ERROR', [{ field: 'url', message: 'must not contain a fragment (#…)' }]]);
+    expect([fragment.status, fragment.body.code, fragment.body.errors]).toEqual([
+      422,
+      'VALIDATION_ERROR',
+      [{ field: 'url', message: 'must not contain a fragment (#…)' }],
+    ]);
     const spellings = [
       stoppedHook.url,
       `${stoppedHook.url}?`,
@@ -602,7 +670,7 @@ describe("an operator's stop, through a listening gateway", () => {
     expect((await call('POST', '/api/v1/webhook-endpoints', client, { url: `${stoppedHook.url}/` })).status).toBe(201);
   });
 
-  it("stops every endpoint of the source at another spelling of the URL, and lifts the stop from them all", async () => {
+  it('stops every endpoint of the source at another spelling of the URL, and lifts the stop from them all', async () => {
     const key = await newSourceWithKey(t.app);
     const client = { 'x-api-key': key.key };
     const hook = await new WebhookReceiver().start('/hook-a');

@@ -112,10 +112,25 @@ describe('the gateway process', () => {
         headers: { 'x-api-key': issued.key, 'x-idempotency-key': newIdempotencyKey(), 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-      await waitFor(async () => (await db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 4242 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rowCount === 1, 'the request in its transaction');
+      await waitFor(
+        async () =>
+          (
+            await db.query(
+              `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 4242 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+            )
+          ).rowCount === 1,
+        'the request in its transaction',
+      );
       gateway.child.kill('SIGTERM');
       // Draining: new connections are refused, and the process waits for the request.
-      await waitFor(() => fetch(`${base}/health/live`).then(() => false, () => true), 'new connections to be refused');
+      await waitFor(
+        () =>
+          fetch(`${base}/health/live`).then(
+            () => false,
+            () => true,
+          ),
+        'new connections to be refused',
+      );
       expect(gateway.child.exitCode).toBeNull();
       await db.query('SELECT pg_advisory_unlock(4242, 1)');
 

@@ -14,13 +14,18 @@ describe('provider references shared by sources', () => {
 
   const reference = () => `PAY-${newIdempotencyKey()}`;
   const paid = (providerReference: string) => ({ eventId: `evt-${newIdempotencyKey()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference });
-  const read = async (key: IssuedKey, id: string) => (await t.app.inject({ method: 'GET', url: `/api/v1/documents/${id}`, headers: { 'x-api-key': key.key } })).json();
+  const read = async (key: IssuedKey, id: string) =>
+    (await t.app.inject({ method: 'GET', url: `/api/v1/documents/${id}`, headers: { 'x-api-key': key.key } })).json();
   const storedOutcome = async (eventId: string) =>
     (await t.db.query(`SELECT outcome, document_id FROM webhook_events WHERE event_id = $1 AND outcome <> 'duplicate'`, [eventId])).rows[0];
   const apply = (eventId: string, documentId: string) =>
     t.app.inject({ method: 'POST', url: `/admin/webhook-events/${eventId}/apply`, headers: adminHeaders, payload: { documentId } });
   const metric = async (outcome: string) =>
-    Number(new RegExp(`^bank_webhook_events_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1] ?? 0);
+    Number(
+      new RegExp(`^bank_webhook_events_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(
+        (await t.app.inject({ method: 'GET', url: '/metrics' })).body,
+      )?.[1] ?? 0,
+    );
 
   beforeAll(async () => {
     t = await startTestApp();
@@ -55,7 +60,10 @@ describe('provider references shared by sources', () => {
     expect((await read(owner, owned.id)).status).toBe('PENDING_PAYMENT');
     expect((await read(squatter, squatted.id)).status).toBe('PENDING_PAYMENT');
     expect(await metric('ambiguous')).toBe(before + 1);
-    const warning = t.logs().split('\n').find((line) => line.includes(event.eventId));
+    const warning = t
+      .logs()
+      .split('\n')
+      .find((line) => line.includes(event.eventId));
     expect(JSON.parse(warning!)).toMatchObject({ level: 40, eventId: event.eventId });
     const listed = (await t.app.inject({ method: 'GET', url: '/admin/webhook-events?status=ambiguous', headers: adminHeaders })).json().data;
     expect(listed.map((e: { eventId: string }) => e.eventId)).toContain(event.eventId);
@@ -108,7 +116,10 @@ describe('provider references shared by sources', () => {
     await sendWebhook(t.app, signedWebhook(TEST_WEBHOOK_SECRET, refund));
     expect(await storedOutcome(refund.eventId)).toEqual({ outcome: 'applied', document_id: first.json().id });
     const view = (await t.app.inject({ method: 'GET', url: `/admin/documents/${second.json().id}`, headers: adminHeaders })).json();
-    expect(view).toMatchObject({ bankEventsGoTo: first.json().id, referenceClaims: [{ id: first.json().id, source: squatter.source, receivedBankEvents: true }] });
+    expect(view).toMatchObject({
+      bankEventsGoTo: first.json().id,
+      referenceClaims: [{ id: first.json().id, source: squatter.source, receivedBankEvents: true }],
+    });
   });
 
   describe('a reference that already receives bank events, claimed later by another source (through a listening server)', () => {
@@ -122,7 +133,12 @@ describe('provider references shared by sources', () => {
       return { status: res.status, text: await res.text() };
     };
     const create = (key: IssuedKey, providerReference: string) =>
-      call('POST', '/api/v1/documents', { 'x-api-key': key.key, 'content-type': 'application/json', 'x-idempotency-key': newIdempotencyKey() }, JSON.stringify(documentBody(key.source, { providerReference })));
+      call(
+        'POST',
+        '/api/v1/documents',
+        { 'x-api-key': key.key, 'content-type': 'application/json', 'x-idempotency-key': newIdempotencyKey() },
+        JSON.stringify(documentBody(key.source, { providerReference })),
+      );
     const bank = (event: Record<string, string>) => {
       const delivery = signedWebhook(TEST_WEBHOOK_SECRET, event);
       return call('POST', '/api/webhooks/payments/bank', delivery.headers, delivery.raw);
@@ -186,12 +202,23 @@ describe('provider references shared by sources', () => {
       const ofOwner = JSON.parse((await call('GET', `/admin/documents/${owned.id}`, admin)).text);
       expect(ofOwner).toMatchObject({
         bankEventsGoTo: owned.id,
-        referenceClaims: [{ id: claimed.id, source: b.source, externalId: claimed.externalId, status: 'PENDING_PAYMENT', createdAt: claimed.createdAt, receivedBankEvents: false }],
+        referenceClaims: [
+          {
+            id: claimed.id,
+            source: b.source,
+            externalId: claimed.externalId,
+            status: 'PENDING_PAYMENT',
+            createdAt: claimed.createdAt,
+            receivedBankEvents: false,
+          },
+        ],
       });
       const ofLate = JSON.parse((await call('GET', `/admin/documents/${claimed.id}`, admin)).text);
       expect(ofLate).toMatchObject({
         bankEventsGoTo: owned.id,
-        referenceClaims: [{ id: owned.id, source: a.source, externalId: owned.externalId, status: 'REFUNDED', createdAt: owned.createdAt, receivedBankEvents: true }],
+        referenceClaims: [
+          { id: owned.id, source: a.source, externalId: owned.externalId, status: 'REFUNDED', createdAt: owned.createdAt, receivedBankEvents: true },
+        ],
       });
       // Exactly these fields of the other document, nothing more.
       expect(Object.keys(ofLate.referenceClaims[0]).sort()).toEqual(['createdAt', 'externalId', 'id', 'receivedBankEvents', 'source', 'status']);
@@ -209,7 +236,16 @@ describe('provider references shared by sources', () => {
       const view = JSON.parse((await call('GET', `/admin/documents/${first.id}`, { authorization: adminHeaders.authorization })).text);
       expect(view).toMatchObject({ bankEventsGoTo: null, referenceClaims: [{ id: second.id, receivedBankEvents: false }] });
       // An administrator's decision establishes the document: the reference's next event follows it.
-      expect((await call('POST', `/admin/webhook-events/${event.eventId}/apply`, { ...adminHeaders, 'content-type': 'application/json' }, JSON.stringify({ documentId: second.id }))).status).toBe(200);
+      expect(
+        (
+          await call(
+            'POST',
+            `/admin/webhook-events/${event.eventId}/apply`,
+            { ...adminHeaders, 'content-type': 'application/json' },
+            JSON.stringify({ documentId: second.id }),
+          )
+        ).status,
+      ).toBe(200);
       const refund = { ...paid(providerReference), status: 'REFUNDED' };
       await bank(refund);
       expect(await outcomeOf(refund.eventId)).toEqual({ outcome: 'applied', document_id: second.id });

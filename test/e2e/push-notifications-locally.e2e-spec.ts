@@ -14,7 +14,12 @@ const EXAMPLE = join(ROOT, 'clients', 'typescript', 'examples', 'integration.ts'
 async function guideBlock(language: string, marker: string): Promise<string> {
   const guide = await readFile(GUIDE, 'utf8');
   const blocks = [...guide.matchAll(new RegExp(String.raw`^( *)\x60\x60\x60${language}\n([\s\S]*?)^\1\x60\x60\x60$`, 'gm'))]
-    .map(([, indent, body]) => body.split('\n').map((line) => line.slice(indent.length)).join('\n'))
+    .map(([, indent, body]) =>
+      body
+        .split('\n')
+        .map((line) => line.slice(indent.length))
+        .join('\n'),
+    )
     .filter((body) => body.includes(marker));
   expect(blocks).toHaveLength(1);
   return blocks[0];
@@ -90,7 +95,11 @@ describe('docs/push-notifications-locally.md, as written', () => {
     // Step 2, with the receiver's own port: the test must not assume 4000 is free.
     await keepSecret(dir, secret);
     receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0' }, dir);
-    const url = await waitFor(async () => /^listening on (\S+)$/m.exec(receiver!.output())?.[1] ?? (receiver!.child.exitCode !== null && 'exited'), 'the receiver to listen', 30_000);
+    const url = await waitFor(
+      async () => /^listening on (\S+)$/m.exec(receiver!.output())?.[1] ?? (receiver!.child.exitCode !== null && 'exited'),
+      'the receiver to listen',
+      30_000,
+    );
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/hooks\/tax-gateway$/);
     const endpoint = await t.app.inject({
       method: 'POST',
@@ -103,12 +112,20 @@ describe('docs/push-notifications-locally.md, as written', () => {
     // The receiver was started with a secret of its own, as after registering an endpoint in an earlier try:
     // the gateway's pushes are refused, and the receiver says why.
     const document = (await postDocument(t.app, key.key, documentBody(key.source))).json<{ id: string }>();
-    await waitFor(async () => /^refused POST \/hooks\/tax-gateway \(webhook-id \d+\) with 400: No matching signature found$/m.test(receiver!.output()), 'the refusal of a push signed with another secret', 30_000);
+    await waitFor(
+      async () => /^refused POST \/hooks\/tax-gateway \(webhook-id \d+\) with 400: No matching signature found$/m.test(receiver!.output()),
+      'the refusal of a push signed with another secret',
+      30_000,
+    );
 
     const send = async (headers: Record<string, string>, body: string, path = '/hooks/tax-gateway', method = 'POST') =>
       (await fetch(new URL(path, url), { method, headers, ...(method === 'POST' ? { body } : {}) })).status;
     const now = Math.floor(Date.now() / 1000);
-    const body = JSON.stringify({ type: 'document.created', timestamp: new Date().toISOString(), data: { id: '900001', type: 'document.created', documentId: document.id, status: 'PENDING_PAYMENT' } });
+    const body = JSON.stringify({
+      type: 'document.created',
+      timestamp: new Date().toISOString(),
+      data: { id: '900001', type: 'document.created', documentId: document.id, status: 'PENDING_PAYMENT' },
+    });
     const stale = signedHeaders([secret], '900002', now - 600, body);
     const notJson = signedHeaders([secret], '900003', now, 'not json');
     const answers = [
@@ -130,7 +147,13 @@ describe('docs/push-notifications-locally.md, as written', () => {
         'refused GET / (webhook-id -) with 404: not POST /hooks/tax-gateway',
       ]),
     );
-    for (const secretOrSignature of [secret, endpointSecret, secret.slice('whsec_'.length), stale['webhook-signature'], notJson['webhook-signature'].slice('v1,'.length)]) {
+    for (const secretOrSignature of [
+      secret,
+      endpointSecret,
+      secret.slice('whsec_'.length),
+      stale['webhook-signature'],
+      notJson['webhook-signature'].slice('v1,'.length),
+    ]) {
       expect(receiver.output()).not.toContain(secretOrSignature);
     }
   });
@@ -150,22 +173,38 @@ describe('docs/push-notifications-locally.md, as written', () => {
     const { id, secret } = placeholder.json<{ id: string; secret: string }>();
     await keepSecret(dir, secret);
     receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: '0' }, dir);
-    const url = await waitFor(async () => /^listening on (\S+)$/m.exec(receiver!.output())?.[1] ?? (receiver!.child.exitCode !== null && 'exited'), 'the receiver to listen', 30_000);
+    const url = await waitFor(
+      async () => /^listening on (\S+)$/m.exec(receiver!.output())?.[1] ?? (receiver!.child.exitCode !== null && 'exited'),
+      'the receiver to listen',
+      30_000,
+    );
     const moved = await t.app.inject({ method: 'PATCH', url: `/api/v1/webhook-endpoints/${id}`, headers: { 'x-api-key': key.key }, payload: { url } });
     expect(moved.statusCode).toBe(200);
 
     const document = (await postDocument(t.app, key.key, documentBody(key.source))).json<{ id: string }>();
-    await waitFor(async () => new RegExp(`^\\d+ document.created ${document.id} PENDING_PAYMENT$`, 'm').test(receiver!.output()), 'the push to be printed', 30_000);
+    await waitFor(
+      async () => new RegExp(`^\\d+ document.created ${document.id} PENDING_PAYMENT$`, 'm').test(receiver!.output()),
+      'the push to be printed',
+      30_000,
+    );
     expect(receiver.output()).not.toContain('refused');
 
     // Restarted (a new terminal: no variable set), on the endpoint's port, it reads the same file and verifies.
     receiver.child.kill('SIGTERM');
     await receiver.exited;
     receiver = spawnNode(['receiver.mjs'], { RECEIVER_PORT: new URL(url).port }, dir);
-    await waitFor(async () => receiver!.output().includes(`listening on ${url}`) || (receiver!.child.exitCode !== null && 'exited'), 'the restarted receiver to listen', 30_000);
+    await waitFor(
+      async () => receiver!.output().includes(`listening on ${url}`) || (receiver!.child.exitCode !== null && 'exited'),
+      'the restarted receiver to listen',
+      30_000,
+    );
     expect(receiver.child.exitCode).toBeNull();
     const second = (await postDocument(t.app, key.key, documentBody(key.source))).json<{ id: string }>();
-    await waitFor(async () => new RegExp(`^\\d+ document.created ${second.id} PENDING_PAYMENT$`, 'm').test(receiver!.output()), 'the push to the restarted receiver', 30_000);
+    await waitFor(
+      async () => new RegExp(`^\\d+ document.created ${second.id} PENDING_PAYMENT$`, 'm').test(receiver!.output()),
+      'the push to the restarted receiver',
+      30_000,
+    );
     expect(receiver.output()).not.toContain('refused');
 
     // Step 6: deleting the endpoint.

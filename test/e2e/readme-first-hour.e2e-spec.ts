@@ -25,7 +25,11 @@ async function firstHourBlocks(): Promise<string[]> {
 
 const json = (line: string) => JSON.parse(line) as Record<string, unknown> & { data: Array<Record<string, unknown>>; nextCursor: string | null };
 /** The lines of one step's output that are JSON objects, parsed. */
-const jsonLines = (output: string) => output.split('\n').filter((line) => line.startsWith('{')).map(json);
+const jsonLines = (output: string) =>
+  output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map(json);
 const statusLines = (output: string) => output.split('\n').filter((line) => line.startsWith('HTTP/1.1 '));
 
 describe("the README's first hour, run as written", () => {
@@ -40,8 +44,19 @@ describe("the README's first hour, run as written", () => {
     databaseUrl = await createTestDatabase();
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    gateway = startGateway({ DATA_DIR: join(dir, '.data'), DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: '', BANK_WEBHOOK_SECRET: '' });
-    await waitFor(async () => (await fetch(`${base}/health/ready`)).ok || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.output()))), 'the gateway', 90_000);
+    gateway = startGateway({
+      DATA_DIR: join(dir, '.data'),
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN: '',
+      BANK_WEBHOOK_SECRET: '',
+    });
+    await waitFor(
+      async () => (await fetch(`${base}/health/ready`)).ok || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.output()))),
+      'the gateway',
+      90_000,
+    );
   });
   afterAll(async () => {
     if (gateway?.child.exitCode === null) {
@@ -87,11 +102,12 @@ describe("the README's first hour, run as written", () => {
     expect(created).toMatch(new RegExp(`^location: /api/v1/documents/${first}\\r$`, 'im'));
 
     // 3. The replay: the same status and Location, marked as one.
-    expect(replayed.split('\n').filter(Boolean).map((line) => line.trimEnd().toLowerCase())).toEqual([
-      'http/1.1 201 created',
-      `location: /api/v1/documents/${first}`,
-      'idempotent-replayed: true',
-    ]);
+    expect(
+      replayed
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.trimEnd().toLowerCase()),
+    ).toEqual(['http/1.1 201 created', `location: /api/v1/documents/${first}`, 'idempotent-replayed: true']);
 
     // 4. The read, then every page down to the last, whose nextCursor is null: no page was refused.
     const [read, ...pages] = jsonLines(readAndPaged);
@@ -121,7 +137,9 @@ describe("the README's first hour, run as written", () => {
 
     // What the gateway now holds, asked apart from the snippets.
     const key = issued.trim();
-    const stored = await Promise.all([first, second].map(async (id) => (await (await fetch(`${base}/api/v1/documents/${id}`, { headers: { 'x-api-key': key } })).json()).status));
+    const stored = await Promise.all(
+      [first, second].map(async (id) => (await (await fetch(`${base}/api/v1/documents/${id}`, { headers: { 'x-api-key': key } })).json()).status),
+    );
     expect(stored).toEqual(['PAID', 'CANCELLED']);
   });
 });

@@ -78,7 +78,12 @@ describe('retention on two instances', () => {
     for (const id of [documents[1], documents[4]]) expect((await cancelDocument(a.app, key.key, id)).statusCode).toBe(200);
     // Three bank events, the first repeated by the bank (a duplicate, which goes with its event).
     for (const i of [0, 1, 2, 0]) {
-      const delivery = signedWebhook(TEST_WEBHOOK_SECRET, { eventId: `evt-${key.source}-${i}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: `none-${key.source}` });
+      const delivery = signedWebhook(TEST_WEBHOOK_SECRET, {
+        eventId: `evt-${key.source}-${i}`,
+        eventType: 'PAYMENT_STATUS',
+        status: 'PAID',
+        providerReference: `none-${key.source}`,
+      });
       expect((await sendWebhook(i % 2 ? b.app : a.app, delivery)).statusCode).toBe(200);
     }
     const feed = await feedOnceReady(a.app, key.key, (events) => events.length === 8 && events, 'the 8 events in the feed');
@@ -98,8 +103,14 @@ describe('retention on two instances', () => {
     const pending = feed[6].id;
     await a.db.query('BEGIN');
     await a.db.query(`UPDATE document_events SET created_at = now() - interval '100 days' WHERE id = ANY($1)`, [old]);
-    await a.db.query(`UPDATE outbound_deliveries SET created_at = now() - interval '100 days', last_attempt_at = now() - interval '100 days' WHERE event_id = ANY($1)`, [old]);
-    await a.db.query(`UPDATE outbound_deliveries SET created_at = now() - interval '40 days', last_attempt_at = now() - interval '40 days' WHERE event_id = ANY($1)`, [finished]);
+    await a.db.query(
+      `UPDATE outbound_deliveries SET created_at = now() - interval '100 days', last_attempt_at = now() - interval '100 days' WHERE event_id = ANY($1)`,
+      [old],
+    );
+    await a.db.query(
+      `UPDATE outbound_deliveries SET created_at = now() - interval '40 days', last_attempt_at = now() - interval '40 days' WHERE event_id = ANY($1)`,
+      [finished],
+    );
     await a.db.query(
       `UPDATE outbound_deliveries SET status = 'pending', next_attempt_at = now() + interval '1 hour', created_at = now() - interval '40 days', last_attempt_at = now() - interval '40 days' WHERE event_id = $1`,
       [pending],
@@ -116,7 +127,10 @@ describe('retention on two instances', () => {
        SELECT 'bulk-old', doc.id, 'document.created', 'PENDING_PAYMENT', now() - interval '100 days' FROM doc, generate_series(1, $1)`,
       [BULK_EVENTS],
     );
-    const attempts = await count('outbound_delivery_attempts', `delivery_id IN (SELECT id FROM outbound_deliveries WHERE event_id = ANY('{${[...old, ...finished].join(',')}}'))`);
+    const attempts = await count(
+      'outbound_delivery_attempts',
+      `delivery_id IN (SELECT id FROM outbound_deliveries WHERE event_id = ANY('{${[...old, ...finished].join(',')}}'))`,
+    );
     await a.db.query('COMMIT');
     expect(attempts).toBeGreaterThanOrEqual(6);
     const expected: Record<Table, number> = {
@@ -150,7 +164,12 @@ describe('retention on two instances', () => {
     expect((await feedAfter(key, cursor)).data.map((e) => e.id)).toEqual(feed.slice(4).map((e) => e.id));
     // A purged event's deliveries are gone from the client's delivery log too; the others are listed.
     const log = await a.app.inject({ method: 'GET', url: `/api/v1/webhook-endpoints/${endpoint.json().id}/deliveries`, headers: { 'x-api-key': key.key } });
-    expect(log.json().data.map((d: { eventId: string }) => d.eventId).sort()).toEqual([feed[6].id, feed[7].id].sort());
+    expect(
+      log
+        .json()
+        .data.map((d: { eventId: string }) => d.eventId)
+        .sort(),
+    ).toEqual([feed[6].id, feed[7].id].sort());
 
     // Each batch took its tables' locks: no instance waited for or fought the other.
     for (const t of [a, b]) expect(t.logs()).not.toMatch(/Retention purge failed|deadlock/);

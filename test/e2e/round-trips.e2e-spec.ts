@@ -7,7 +7,8 @@ import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.
  * Background jobs that may run during a request, by their statement's text; they are not the request's
  * work: key usage, the purges, the push delivery worker (its LISTEN connection may (re)subscribe at any time).
  */
-const BACKGROUND = /^LISTEN|pg_notify|api_keys AS k SET last_used_at|DELETE FROM idempotency_records|admin_auth_failures|admin_sessions|admin_oidc_logins|outbound_deliver/;
+const BACKGROUND =
+  /^LISTEN|pg_notify|api_keys AS k SET last_used_at|DELETE FROM idempotency_records|admin_auth_failures|admin_sessions|admin_oidc_logins|outbound_deliver/;
 
 /**
  * Every statement the gateway sends goes through pg's Client#query (its documented entry point); this
@@ -67,7 +68,10 @@ describe('round trips per request on the hot paths (documented in docs/performan
   it('takes the providerReference lock with the claim, only once the claim is granted, before the read it guards', async () => {
     const providerReference = `PAY-rt-${newIdempotencyKey()}`;
     const values: Record<string, unknown[]> = {};
-    const sent = await roundTripsOf(async () => expect((await postDocument(t.app, key, documentBody(source, { providerReference }))).statusCode).toBe(201), values);
+    const sent = await roundTripsOf(
+      async () => expect((await postDocument(t.app, key, documentBody(source, { providerReference }))).statusCode).toBe(201),
+      values,
+    );
     expect(sent).toEqual([
       ['api-key-authenticate'],
       ['idempotency-record'],

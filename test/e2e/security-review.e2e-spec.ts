@@ -23,7 +23,9 @@ describe('security review findings', () => {
     const closedAt = (socket: Socket) => new Promise<boolean>((resolve) => (socket.destroyed ? resolve(true) : socket.once('close', () => resolve(true))));
     const live = (address: string) =>
       new Promise<number>((resolve, reject) => {
-        const socket = connect({ port, host: '127.0.0.1', localAddress: address }, () => socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+        const socket = connect({ port, host: '127.0.0.1', localAddress: address }, () =>
+          socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+        );
         let answer = '';
         socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
         socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)));
@@ -57,7 +59,13 @@ describe('security review findings', () => {
     afterAll(() => t.close());
 
     const issue = (remoteAddress: string, forwardedFor: string) =>
-      t.app.inject({ method: 'POST', url: '/admin/api-keys', remoteAddress, headers: { ...adminHeaders, 'x-forwarded-for': forwardedFor }, payload: { source: 'proxy-test' } });
+      t.app.inject({
+        method: 'POST',
+        url: '/admin/api-keys',
+        remoteAddress,
+        headers: { ...adminHeaders, 'x-forwarded-for': forwardedFor },
+        payload: { source: 'proxy-test' },
+      });
     const latestAudit = async () => (await t.app.inject({ method: 'GET', url: '/admin/audit-log?limit=1', headers: adminHeaders })).json().data[0];
 
     it('records the client named by a trusted proxy, and ignores the header from anyone else', async () => {
@@ -69,11 +77,22 @@ describe('security review findings', () => {
     });
 
     it('locks out the address that guessed, not the proxy every administrator comes through', async () => {
-      const guess = (client: string) => t.app.inject({ method: 'GET', url: '/admin/api-keys', remoteAddress: '10.0.0.5', headers: { authorization: 'Bearer wrong-token-000000', 'x-forwarded-for': client } });
+      const guess = (client: string) =>
+        t.app.inject({
+          method: 'GET',
+          url: '/admin/api-keys',
+          remoteAddress: '10.0.0.5',
+          headers: { authorization: 'Bearer wrong-token-000000', 'x-forwarded-for': client },
+        });
       await earlyInAMinute();
       for (let i = 0; i < 11; i += 1) await guess('203.0.113.66');
       expect((await guess('203.0.113.66')).statusCode).toBe(429);
-      const other = await t.app.inject({ method: 'GET', url: '/admin/api-keys', remoteAddress: '10.0.0.5', headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'x-forwarded-for': '203.0.113.67' } });
+      const other = await t.app.inject({
+        method: 'GET',
+        url: '/admin/api-keys',
+        remoteAddress: '10.0.0.5',
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'x-forwarded-for': '203.0.113.67' },
+      });
       expect(other.statusCode).toBe(200);
     });
   });
@@ -83,7 +102,12 @@ describe('security review findings', () => {
     beforeAll(async () => (t = await startTestApp()));
     afterAll(() => t.close());
     const register = async (key: string, url: string) =>
-      t.app.inject({ method: 'POST', url: '/api/v1/webhook-endpoints', headers: { 'x-api-key': key, 'x-idempotency-key': newIdempotencyKey() }, payload: { url } });
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/webhook-endpoints',
+        headers: { 'x-api-key': key, 'x-idempotency-key': newIdempotencyKey() },
+        payload: { url },
+      });
 
     it('refuses IPv4-compatible IPv6 and well-known ports, and stores the URL as it is called', async () => {
       const { key } = await newSourceWithKey(t.app);
@@ -91,7 +115,9 @@ describe('security review findings', () => {
         const res = await register(key, url);
         expect([url, res.statusCode, res.json().errors[0].message]).toEqual([url, 422, expect.stringMatching(/^must not point to a loopback, private/)]);
       }
-      expect((await register(key, 'https://93.184.215.14:22/h')).json().errors).toEqual([{ field: 'url', message: 'must use port 443 or a port from 1024 up' }]);
+      expect((await register(key, 'https://93.184.215.14:22/h')).json().errors).toEqual([
+        { field: 'url', message: 'must use port 443 or a port from 1024 up' },
+      ]);
       const tricky = await register(key, 'https://93.184.215.14\\@127.0.0.1/');
       expect(tricky.statusCode).toBe(201);
       expect(tricky.json().url).toBe('https://93.184.215.14/@127.0.0.1/');
@@ -151,7 +177,10 @@ describe('security review findings', () => {
       const { key } = await newSourceWithKey(t.app);
       const res = await t.app.inject({ method: 'GET', url: `/api/v1/me?api_key=${key}&limit=5` });
       expect(res.statusCode).toBe(401);
-      const line = t.logs().split('\n').find((l) => l.includes('/api/v1/me?'));
+      const line = t
+        .logs()
+        .split('\n')
+        .find((l) => l.includes('/api/v1/me?'));
       expect(line).toContain('api_key=[redacted]&limit=5');
       expect(t.logs()).not.toContain(key);
     });
@@ -181,7 +210,12 @@ describe('security review findings', () => {
       // A refusal the idempotency record keeps (and replays) names the path redacted too.
       const idempotencyKey = newIdempotencyKey();
       const cancel = () =>
-        t.app.inject({ method: 'POST', url: `/api/v1/documents/${key}/cancel`, headers: { 'x-api-key': key, 'x-idempotency-key': idempotencyKey, 'content-type': 'application/json' }, payload: '{}' });
+        t.app.inject({
+          method: 'POST',
+          url: `/api/v1/documents/${key}/cancel`,
+          headers: { 'x-api-key': key, 'x-idempotency-key': idempotencyKey, 'content-type': 'application/json' },
+          payload: '{}',
+        });
       const [first, replayed] = [await cancel(), await cancel()];
       expect([first.statusCode, replayed.statusCode, replayed.headers['idempotent-replayed']]).toEqual([404, 404, 'true']);
       for (const res of [first, replayed]) expect(res.json().instance).toBe('/api/v1/documents/[redacted]/cancel');
@@ -231,7 +265,9 @@ describe('security review findings', () => {
       const { key } = await newSourceWithKey(t.app);
       await new Promise<void>((resolve) => {
         const socket = connect({ port, host: '127.0.0.1' }, () => {
-          socket.write(`POST /api/v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: ${key}\r\nX-Idempotency-Key: reset-mid-body\r\nContent-Length: 500\r\n\r\n{"source":`);
+          socket.write(
+            `POST /api/v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: ${key}\r\nX-Idempotency-Key: reset-mid-body\r\nContent-Length: 500\r\n\r\n{"source":`,
+          );
           setTimeout(() => {
             socket.resetAndDestroy();
             setTimeout(resolve, 300);

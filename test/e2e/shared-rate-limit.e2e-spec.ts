@@ -103,7 +103,10 @@ describe('the per-key rate limit shared through Redis', () => {
       expect(during.map((res) => res.statusCode)).toEqual(Array(20).fill(200));
       expect(during.every((res) => /^"per-key";r=\d+;t=\d+$/.test(String(res.headers.ratelimit)))).toBe(true);
       expect(await storeUp(t)).toBe('0');
-      const warnings = t.logs().split('\n').filter((line) => line.includes('shared rate-limit store does not answer'));
+      const warnings = t
+        .logs()
+        .split('\n')
+        .filter((line) => line.includes('shared rate-limit store does not answer'));
       expect(warnings).toHaveLength(1);
       // What cut the wait short is the store's own time limit on a call (what failed, not the class of the
       // error: ioredis throws plain Errors), not a connection lost or refused.

@@ -23,14 +23,27 @@ describe('a local single sign-on trial (npm run sso:local)', () => {
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     const provider = spawnNode(['scripts/local-oidc-provider.mjs', gatewayUrl], { SSO_LOCAL_PORT: String(providerPort) });
     children.push(provider);
-    const line = await waitFor(async () => /^ {2}(OIDC_ISSUER_URL=\S+ OIDC_CLIENT_ID=\S+ OIDC_CLIENT_SECRET=\S+) npm start$/m.exec(provider.output())?.[1], 'the settings to paste');
+    const line = await waitFor(
+      async () => /^ {2}(OIDC_ISSUER_URL=\S+ OIDC_CLIENT_ID=\S+ OIDC_CLIENT_SECRET=\S+) npm start$/m.exec(provider.output())?.[1],
+      'the settings to paste',
+    );
     const settings = Object.fromEntries(line.split(' ').map((pair) => pair.split('=') as [string, string]));
     expect(settings.OIDC_ISSUER_URL).toBe(`http://localhost:${providerPort}`);
 
     databaseUrl = await createTestDatabase();
-    const gateway = startGateway({ ...settings, DATABASE_URL: databaseUrl, PORT: String(gatewayPort), HOST: '127.0.0.1', ADMIN_TOKEN: 'sso-trial-admin-token-0123456789', BANK_WEBHOOK_SECRET: 'sso-trial-bank-webhook-secret-0123456789' });
+    const gateway = startGateway({
+      ...settings,
+      DATABASE_URL: databaseUrl,
+      PORT: String(gatewayPort),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN: 'sso-trial-admin-token-0123456789',
+      BANK_WEBHOOK_SECRET: 'sso-trial-bank-webhook-secret-0123456789',
+    });
     children.push(gateway);
-    await waitFor(async () => (await fetch(`${gatewayUrl}/health/ready`)).ok || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.output()))), 'the gateway');
+    await waitFor(
+      async () => (await fetch(`${gatewayUrl}/health/ready`)).ok || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.output()))),
+      'the gateway',
+    );
     expect(await (await fetch(`${gatewayUrl}/admin/auth/config`)).json()).toEqual({ sso: true });
 
     // The gateway sends the browser to the provider, which accepts the client and its redirect URI: it

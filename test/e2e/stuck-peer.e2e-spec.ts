@@ -5,7 +5,16 @@ import { join } from 'node:path';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { freePort } from '../../src/database/embedded-postgres.js';
-import { adminHeaders, cancelDocument, documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import {
+  adminHeaders,
+  cancelDocument,
+  documentBody,
+  newIdempotencyKey,
+  newSourceWithKey,
+  postDocument,
+  sendWebhook,
+  signedWebhook,
+} from '../support/factories.js';
 import { spawnNode, Spawned, startClusterProcess, waitFor } from '../support/processes.js';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
@@ -164,9 +173,9 @@ describe('a PostgreSQL that stops answering', () => {
     // to take a frozen one.
     const dataSource = t.app.get<DataSource>(getDataSourceToken());
     await Promise.all([dataSource.query('SELECT pg_sleep(0.2)'), dataSource.query('SELECT pg_sleep(0.2)')]);
-    frozen = (
-      await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)
-    ).rows.map((row: { pid: number }) => row.pid);
+    frozen = (await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)).rows.map(
+      (row: { pid: number }) => row.pid,
+    );
     expect(frozen).toHaveLength(2);
     // SIGSTOP: the server processes stay, their sockets stay open, nothing answers; the server cannot
     // enforce its own statement_timeout, so only the gateway's client-side bound ends the wait.
@@ -186,9 +195,9 @@ describe('a PostgreSQL that stops answering', () => {
   const freezePool = async () => {
     const dataSource = t.app.get<DataSource>(getDataSourceToken());
     const ours = async () =>
-      (
-        await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)
-      ).rows.map((row: { pid: number }) => row.pid);
+      (await t.db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tax-document-gateway'`)).rows.map(
+        (row: { pid: number }) => row.pid,
+      );
     await waitFor(async () => {
       await Promise.all([dataSource.query('SELECT pg_sleep(0.2)'), dataSource.query('SELECT pg_sleep(0.2)')]);
       return (await ours()).length === 2;
@@ -210,7 +219,10 @@ describe('a PostgreSQL that stops answering', () => {
     await freezePool();
     const cutEvent = await sendWebhook(t.app, event);
     thaw();
-    expect([cutEvent.statusCode, cutEvent.json().detail]).toEqual([503, 'The database did not answer in time; it may have been saved; sending the event again with the same eventId is safe']);
+    expect([cutEvent.statusCode, cutEvent.json().detail]).toEqual([
+      503,
+      'The database did not answer in time; it may have been saved; sending the event again with the same eventId is safe',
+    ]);
     const retried = await waitFor(async () => {
       const res = await sendWebhook(t.app, event);
       return res.statusCode === 200 ? res : undefined;
@@ -223,18 +235,26 @@ describe('a PostgreSQL that stops answering', () => {
     await freezePool();
     const cutCreate = await postDocument(t.app, source.key, body, key);
     thaw();
-    expect([cutCreate.statusCode, cutCreate.json().detail]).toEqual([503, 'The database did not answer in time; it may have been saved; retrying with the same X-Idempotency-Key is safe']);
+    expect([cutCreate.statusCode, cutCreate.json().detail]).toEqual([
+      503,
+      'The database did not answer in time; it may have been saved; retrying with the same X-Idempotency-Key is safe',
+    ]);
     const created = await waitFor(async () => {
       const res = await postDocument(t.app, source.key, body, key);
       return res.statusCode === 201 ? res : undefined;
     }, 'the create to be answered after the thaw');
-    expect((await t.db.query('SELECT id FROM documents WHERE source = $1 AND external_id = $2', [source.source, body.externalId])).rows).toEqual([{ id: created.json().id }]);
+    expect((await t.db.query('SELECT id FROM documents WHERE source = $1 AND external_id = $2', [source.source, body.externalId])).rows).toEqual([
+      { id: created.json().id },
+    ]);
 
     // An administrator's change has no key to retry with: the answer says to look first.
     await freezePool();
     const cutAdmin = await t.app.inject({ method: 'POST', url: '/admin/api-keys', headers: adminHeaders, payload: { source: source.source, name: 'cut off' } });
     thaw();
-    expect([cutAdmin.statusCode, cutAdmin.json().detail]).toEqual([503, 'The database did not answer in time; the change may have been made; look before trying again']);
+    expect([cutAdmin.statusCode, cutAdmin.json().detail]).toEqual([
+      503,
+      'The database did not answer in time; the change may have been made; look before trying again',
+    ]);
     expect(JSON.stringify(cutAdmin.json())).not.toMatch(/sk_tax_/);
   });
 });

@@ -89,12 +89,19 @@ describe('tracing with OpenTelemetry', () => {
     const clientTraceId = randomBytes(16).toString('hex');
     const clientSpanId = randomBytes(8).toString('hex');
     const providerReference = `PAY-TRACE-${randomBytes(4).toString('hex')}`;
-    const body = JSON.stringify(documentBody('traced-erp', { providerReference, taxpayer: { taxId: 'DE999888777', name: 'Secret Taxpayer GmbH', country: 'DE' } }));
+    const body = JSON.stringify(
+      documentBody('traced-erp', { providerReference, taxpayer: { taxId: 'DE999888777', name: 'Secret Taxpayer GmbH', country: 'DE' } }),
+    );
     const idempotencyKey = newIdempotencyKey();
     const create = () =>
       fetch(`${base}/api/v1/documents`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-idempotency-key': idempotencyKey, traceparent: `00-${clientTraceId}-${clientSpanId}-01` },
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': key,
+          'x-idempotency-key': idempotencyKey,
+          traceparent: `00-${clientTraceId}-${clientSpanId}-01`,
+        },
         body,
       });
     const created = await create();
@@ -103,7 +110,12 @@ describe('tracing with OpenTelemetry', () => {
     const replay = await create();
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
 
-    const bankEvent = signedWebhook(TEST_WEBHOOK_SECRET, { eventId: `evt-trace-${randomBytes(4).toString('hex')}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference });
+    const bankEvent = signedWebhook(TEST_WEBHOOK_SECRET, {
+      eventId: `evt-trace-${randomBytes(4).toString('hex')}`,
+      eventType: 'PAYMENT_STATUS',
+      status: 'PAID',
+      providerReference,
+    });
     const paid = await fetch(`${base}${BANK_WEBHOOK_PATH}`, { method: 'POST', headers: bankEvent.headers, body: bankEvent.raw });
     expect(paid.status).toBe(200);
     const read = await fetch(`${base}/api/v1/documents/${id}`, { headers: { 'x-api-key': key } });
@@ -141,7 +153,13 @@ describe('tracing with OpenTelemetry', () => {
     // Its statements: names and text, never the values.
     const statements = spans.filter((s) => s.scope === '@opentelemetry/instrumentation-pg' && s.traceId === clientTraceId && attr(s, 'db.query.text'));
     expect(statements.map((s) => String(attr(s, 'db.query.text'))).join('\n')).toContain('INSERT INTO documents');
-    expect(statements.map((s) => s.name)).toEqual(expect.arrayContaining([expect.stringContaining('idempotency-record'), expect.stringContaining('document-create-findings'), expect.stringContaining('writes:document-insert')]));
+    expect(statements.map((s) => s.name)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('idempotency-record'),
+        expect.stringContaining('document-create-findings'),
+        expect.stringContaining('writes:document-insert'),
+      ]),
+    );
     // The push worker's claim, which the create's commit set off, is not part of the create's trace.
     expect(statements.map((s) => s.name)).not.toEqual(expect.arrayContaining([expect.stringContaining('outbound-claim')]));
 
@@ -178,7 +196,19 @@ describe('tracing with OpenTelemetry', () => {
     // Nothing secret, and no body, in any exported span: keys, tokens, secrets, signatures, values, ids in paths.
     const exported = collector.messages.map((m) => m.body).join('\n');
     const { externalId } = JSON.parse(body) as { externalId: string };
-    const never = [key, TEST_ADMIN_TOKEN, TEST_WEBHOOK_SECRET, endpointSecret, bankEvent.headers['x-provider-signature'], idempotencyKey, 'DE999888777', 'Secret Taxpayer GmbH', externalId, providerReference, `/api/v1/documents/${id}`];
+    const never = [
+      key,
+      TEST_ADMIN_TOKEN,
+      TEST_WEBHOOK_SECRET,
+      endpointSecret,
+      bankEvent.headers['x-provider-signature'],
+      idempotencyKey,
+      'DE999888777',
+      'Secret Taxpayer GmbH',
+      externalId,
+      providerReference,
+      `/api/v1/documents/${id}`,
+    ];
     for (const secret of never) expect(exported).not.toContain(secret);
     expect(exported).not.toMatch(/stacktrace/);
     const resource = JSON.parse(collector.messages[0].body).resourceSpans[0].resource.attributes as OtlpAttribute[];
@@ -189,7 +219,8 @@ describe('tracing with OpenTelemetry', () => {
     const loaded = (env: Record<string, string>) =>
       new Promise<string>((resolve) => {
         // The SDK is CommonJS: imported or required, it is in require's cache once loaded.
-        const script = "await import('./dist/instrument.js'); const { createRequire } = await import('node:module'); console.log(Object.keys(createRequire(import.meta.url).cache).filter((m) => m.includes('@opentelemetry/sdk-node')).length)";
+        const script =
+          "await import('./dist/instrument.js'); const { createRequire } = await import('node:module'); console.log(Object.keys(createRequire(import.meta.url).cache).filter((m) => m.includes('@opentelemetry/sdk-node')).length)";
         const probe = spawnNode(['--input-type=module', '-e', script], env);
         void probe.closed.then(() => resolve(probe.stdout().trim()));
       });
@@ -202,14 +233,25 @@ describe('tracing with OpenTelemetry', () => {
     const other = await start({ LOG_LEVEL: 'warn' });
     try {
       expect((await fetch(`${other.url}/api/v1/me`)).status).toBe(401);
-      const message = await waitFor(async () => collector.messages.slice(before).find((m) => m.headers['content-type'] === 'application/x-protobuf'), 'a protobuf export');
+      const message = await waitFor(
+        async () => collector.messages.slice(before).find((m) => m.headers['content-type'] === 'application/x-protobuf'),
+        'a protobuf export',
+      );
       expect(message.body.length).toBeGreaterThan(0);
     } finally {
       other.spawned.child.kill('SIGTERM');
       await other.spawned.exited;
     }
     const port = await freePort();
-    const refused = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector.port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'carrier-pigeon' });
+    const refused = startGateway({
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector.port}`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'carrier-pigeon',
+    });
     expect(await refused.closed).toBe(78);
     expect(refused.stderr()).toContain('OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf, http/json or grpc');
   });

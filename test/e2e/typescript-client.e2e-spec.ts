@@ -27,7 +27,8 @@ const CLIENT = join(ROOT, 'clients', 'typescript');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 /** The create body the client takes, from the factory every e2e test uses. */
-const newDocument = (source: string, overrides: Record<string, unknown> = {}) => documentBody(source, overrides) as Parameters<GatewayClient['documents']['create']>[0];
+const newDocument = (source: string, overrides: Record<string, unknown> = {}) =>
+  documentBody(source, overrides) as Parameters<GatewayClient['documents']['create']>[0];
 
 async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   const items: T[] = [];
@@ -74,7 +75,9 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
     try {
       const documentFile = join(dir, 'openapi.json');
       await writeFile(documentFile, await (await fetch(`${baseUrl}/docs/openapi.json`)).text());
-      const { stdout: generated } = await run(process.execPath, [join(CLIENT, 'scripts', 'generate-types.mjs'), documentFile, '--stdout'], { maxBuffer: 64 * 1024 * 1024 });
+      const { stdout: generated } = await run(process.execPath, [join(CLIENT, 'scripts', 'generate-types.mjs'), documentFile, '--stdout'], {
+        maxBuffer: 64 * 1024 * 1024,
+      });
       const checkedIn = await readFile(join(CLIENT, 'src', 'generated', 'openapi.ts'), 'utf8');
       const difference = firstDifference(generated, checkedIn);
       expect(difference && `${difference}; regenerate with \`npm run client:types\` against a gateway built from this tree`).toBeNull();
@@ -110,7 +113,12 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       const retries: RetryEvent[] = [];
       const body = newDocument(acme.source);
 
-      const created = await new GatewayClient({ baseUrl: slow.url, apiKey: acme.key, timeoutMs: 1000, onRetry: (event) => retries.push(event) }).documents.create(body);
+      const created = await new GatewayClient({
+        baseUrl: slow.url,
+        apiKey: acme.key,
+        timeoutMs: 1000,
+        onRetry: (event) => retries.push(event),
+      }).documents.create(body);
 
       expect(retries.map((retry) => retry.error)).toEqual([expect.any(GatewayTimeoutError)]);
       expect(new Set(slow.headerValues('x-idempotency-key')).size).toBe(1);
@@ -118,7 +126,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       expect(await documentsWith(t.db, acme.source, body.externalId)).toEqual([created.id]);
     });
 
-    it('waits while its idempotency key is in use (409) and then returns the first request\'s answer', async () => {
+    it("waits while its idempotency key is in use (409) and then returns the first request's answer", async () => {
       const acme = await newSourceWithKey(t.app);
       const body = newDocument(acme.source);
       const idempotencyKey = newIdempotencyKey();
@@ -147,7 +155,9 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       const relay = await proxy(() => 'relay');
       const client = new GatewayClient({ baseUrl: relay.url, apiKey: acme.key });
 
-      const invalid = await client.documents.create(newDocument(acme.source, { taxpayer: { taxId: 'DE1', name: 'Muster GmbH', country: 'de' }, taxAmount: '200.00' })).catch((error: unknown) => error);
+      const invalid = await client.documents
+        .create(newDocument(acme.source, { taxpayer: { taxId: 'DE1', name: 'Muster GmbH', country: 'de' }, taxAmount: '200.00' }))
+        .catch((error: unknown) => error);
       expect(invalid).toBeInstanceOf(GatewayProblemError);
       const problem = invalid as GatewayProblemError;
       expect({ status: problem.status, code: problem.code, fields: problem.errors.map((e) => e.field).sort(), attempts: problem.attempts }).toEqual({
@@ -168,7 +178,11 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
       const body = newDocument(acme.source);
       await client.documents.create(body);
       await expect(client.documents.create(body)).rejects.toMatchObject({ status: 409, code: 'DUPLICATE_DOCUMENT', attempts: 1 });
-      await expect(new GatewayClient({ baseUrl: relay.url, apiKey: 'sk_tax_unknown' }).me()).rejects.toMatchObject({ status: 401, code: 'UNAUTHORIZED', attempts: 1 });
+      await expect(new GatewayClient({ baseUrl: relay.url, apiKey: 'sk_tax_unknown' }).me()).rejects.toMatchObject({
+        status: 401,
+        code: 'UNAUTHORIZED',
+        attempts: 1,
+      });
       // One request each: the invalid body, the create, its duplicate, the unknown key.
       expect(relay.requests).toHaveLength(4);
       expect(await documentsWith(t.db, acme.source, body.externalId)).toHaveLength(1);
@@ -188,7 +202,7 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
     });
     afterAll(() => limited?.close());
 
-    it('is waited out per Retry-After when it is the key\'s rate limit (429)', async () => {
+    it("is waited out per Retry-After when it is the key's rate limit (429)", async () => {
       const acme = await newSourceWithKey(limited.app);
       // The burst of 20 passes; the limit gives one more every 3 s, so a slow machine may see a few more.
       const me = () => fetch(`${limitedUrl}/api/v1/me`, { headers: { 'X-API-Key': acme.key } });
@@ -231,10 +245,12 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         await locker.query('COMMIT');
         const created = await creating;
 
-        expect(retries.map((retry) => [(retry.error as GatewayProblemError).status, (retry.error as GatewayProblemError).code, retry.delayMs >= 1000])).toEqual([
-          [503, 'SERVICE_UNAVAILABLE', true],
-          [503, 'SERVICE_UNAVAILABLE', true],
-        ]);
+        expect(retries.map((retry) => [(retry.error as GatewayProblemError).status, (retry.error as GatewayProblemError).code, retry.delayMs >= 1000])).toEqual(
+          [
+            [503, 'SERVICE_UNAVAILABLE', true],
+            [503, 'SERVICE_UNAVAILABLE', true],
+          ],
+        );
         expect(created).toMatchObject({ externalId: body.externalId, status: 'PENDING_PAYMENT' });
         expect(await documentsWith(limited.db, acme.source, body.externalId)).toEqual([created.id]);
       } finally {
@@ -319,7 +335,14 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         expect(verified).toEqual({
           type: 'document.created',
           timestamp: verified.data.createdAt,
-          data: { id: message.headers['webhook-id'], type: 'document.created', documentId: created.id, status: 'PENDING_PAYMENT', previousStatus: null, createdAt: expect.any(String) },
+          data: {
+            id: message.headers['webhook-id'],
+            type: 'document.created',
+            documentId: created.id,
+            status: 'PENDING_PAYMENT',
+            previousStatus: null,
+            createdAt: expect.any(String),
+          },
         });
         // The push carries the feed's event exactly.
         const [event] = await waitFor(async () => {
@@ -350,10 +373,19 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
 
     /** The example run as the README runs it, against this test's gateway, with its state in `stateFile`. */
     const startExample = (key: IssuedKey, stateFile: string, gatewayUrl = baseUrl) =>
-      spawnNode(['-r', '@swc-node/register', 'examples/integration.ts'], { TAX_GATEWAY_URL: gatewayUrl, TAX_GATEWAY_API_KEY: key.key, PUSH_PORT: '0', STATE_FILE: stateFile }, CLIENT);
-    const endpointsOf = async (source: string) => (await t.db.query('SELECT id FROM webhook_endpoints WHERE source = $1', [source])).rows.map((row: { id: string }) => row.id);
+      spawnNode(
+        ['-r', '@swc-node/register', 'examples/integration.ts'],
+        { TAX_GATEWAY_URL: gatewayUrl, TAX_GATEWAY_API_KEY: key.key, PUSH_PORT: '0', STATE_FILE: stateFile },
+        CLIENT,
+      );
+    const endpointsOf = async (source: string) =>
+      (await t.db.query('SELECT id FROM webhook_endpoints WHERE source = $1', [source])).rows.map((row: { id: string }) => row.id);
     const registeredBy = (example: ReturnType<typeof spawnNode>) =>
-      waitFor(async () => /^registered push endpoint (\S+) at /m.exec(example.output())?.[1] ?? (example.child.exitCode !== null && 'exited'), 'the example to register its endpoint', 30_000);
+      waitFor(
+        async () => /^registered push endpoint (\S+) at /m.exec(example.output())?.[1] ?? (example.child.exitCode !== null && 'exited'),
+        'the example to register its endpoint',
+        30_000,
+      );
 
     it('type-checks against the built package and runs as written: creates, follows the feed, verifies pushes, resumes where it stopped, deletes its endpoint', async () => {
       // Built as `npm run build` builds it: the example imports the package by its name, i.e. dist/.
@@ -371,8 +403,14 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
           const endpointId = await registeredBy(example);
           expect(await endpointsOf(acme.source)).toEqual([endpointId]);
           const documentId = await waitFor(async () => /^created (\S+) /m.exec(example.output())?.[1], 'the example to create its document');
-          await waitFor(async () => example.output().includes(`feed document.created ${documentId} PENDING_PAYMENT`), 'the example to see its event in the feed');
-          await waitFor(async () => example.output().includes(`push document.created ${documentId} PENDING_PAYMENT`), 'the example to receive and verify the push');
+          await waitFor(
+            async () => example.output().includes(`feed document.created ${documentId} PENDING_PAYMENT`),
+            'the example to see its event in the feed',
+          );
+          await waitFor(
+            async () => example.output().includes(`push document.created ${documentId} PENDING_PAYMENT`),
+            'the example to receive and verify the push',
+          );
           example.child.kill('SIGINT');
           expect(await example.exited).toBe(0);
           expect(example.output()).not.toMatch(/refused a push|Error/);
@@ -426,7 +464,11 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
           // transaction, which holds the source's endpoints lock (see ENDPOINTS_LOCK_NAMESPACE), to end.
           const deleteWaiting = async () =>
             (await t.db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND NOT granted`, [ENDPOINTS_LOCK_NAMESPACE])).rowCount! > 0;
-          await waitFor(async () => interrupted.output().includes(`deleted push endpoint ${endpointId}`) || (await deleteWaiting()), 'the example to delete its endpoint', 30_000);
+          await waitFor(
+            async () => interrupted.output().includes(`deleted push endpoint ${endpointId}`) || (await deleteWaiting()),
+            'the example to delete its endpoint',
+            30_000,
+          );
           await hold.release();
           expect(await interrupted.closed).toBe(0);
           expect(interrupted.output()).toContain(`deleted push endpoint ${endpointId}`);
@@ -466,7 +508,9 @@ describe('the TypeScript client (clients/typescript) against a real gateway', ()
         const acme = await newSourceWithKey(strict.app);
         const example = startExample(acme, join(dir, 'state.json'), await strict.app.getUrl());
         expect(await example.closed).toBe(1);
-        expect(example.stderr()).toMatch(/^422 VALIDATION_ERROR: The request is not valid\n {2}url: .*OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true.* \(request [0-9a-f-]{36}\)$/m);
+        expect(example.stderr()).toMatch(
+          /^422 VALIDATION_ERROR: The request is not valid\n {2}url: .*OUTBOUND_WEBHOOKS_ALLOW_PRIVATE=true.* \(request [0-9a-f-]{36}\)$/m,
+        );
       } finally {
         await strict.close();
         await rm(dir, { recursive: true, force: true });

@@ -3,7 +3,17 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { PROVIDER_REFERENCE_LOCK_NAMESPACE } from '../../src/documents/documents.repository.js';
 import { DocumentStatus, transition } from '../../src/documents/lifecycle.js';
-import { adminHeaders, documentBody, feedOnceReady, IssuedKey, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import {
+  adminHeaders,
+  documentBody,
+  feedOnceReady,
+  IssuedKey,
+  newIdempotencyKey,
+  newSourceWithKey,
+  postDocument,
+  sendWebhook,
+  signedWebhook,
+} from '../support/factories.js';
 import { waitFor } from '../support/processes.js';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
@@ -28,8 +38,7 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
   const stored = async (id: string) => (await db.query('SELECT * FROM webhook_events WHERE event_id = $1 ORDER BY id', [id])).rows;
   const deliveries = async () => Number((await db.query('SELECT count(*) FROM webhook_events')).rows[0].count);
   const documentNow = async (id: string) => (await t.app.inject({ method: 'GET', url: `/api/v1/documents/${id}`, headers: { 'x-api-key': acme.key } })).json();
-  const newDocument = async (providerReference = reference()) =>
-    (await postDocument(t.app, acme.key, documentBody(acme.source, { providerReference }))).json();
+  const newDocument = async (providerReference = reference()) => (await postDocument(t.app, acme.key, documentBody(acme.source, { providerReference }))).json();
   const send = (body: unknown, secret = TEST_WEBHOOK_SECRET) => sendWebhook(t.app, signedWebhook(secret, body));
   /** The feed's events of a document, once there are `count`. */
   const eventsOf = (documentId: string, count: number) =>
@@ -61,7 +70,13 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
       expect(res.body).toBe('{"received":true}');
 
       const [row] = await stored(event.eventId);
-      expect(row).toMatchObject({ outcome: 'applied', document_id: doc.id, event_type: 'PAYMENT_STATUS', status: 'PAID', provider_reference: doc.providerReference });
+      expect(row).toMatchObject({
+        outcome: 'applied',
+        document_id: doc.id,
+        event_type: 'PAYMENT_STATUS',
+        status: 'PAID',
+        provider_reference: doc.providerReference,
+      });
       expect(row.raw_body.toString('utf8')).toBe(delivery.raw);
       expect(row.signed_at.toISOString()).toBe(delivery.headers['x-provider-timestamp']);
 
@@ -114,12 +129,16 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
       await expect401(delivery);
     });
 
-    it.each(['2026-11-21T10:15:30Z', '2026-11-21T10:15:30.123', '2026-11-21T10:15:30.123+00:00', '2026-11-21 10:15:30.123Z', '1795316000000', '2026-02-30T10:15:30.123Z'])(
-      'refuses the timestamp %p, correctly signed, as malformed',
-      async (timestamp) => {
-        await expect401(signedWebhook(TEST_WEBHOOK_SECRET, paymentEvent(reference(), 'PAID'), timestamp));
-      },
-    );
+    it.each([
+      '2026-11-21T10:15:30Z',
+      '2026-11-21T10:15:30.123',
+      '2026-11-21T10:15:30.123+00:00',
+      '2026-11-21 10:15:30.123Z',
+      '1795316000000',
+      '2026-02-30T10:15:30.123Z',
+    ])('refuses the timestamp %p, correctly signed, as malformed', async (timestamp) => {
+      await expect401(signedWebhook(TEST_WEBHOOK_SECRET, paymentEvent(reference(), 'PAID'), timestamp));
+    });
 
     it('refuses timestamps outside ± WEBHOOK_TOLERANCE_SECONDS and accepts them just inside', async () => {
       const at = (offsetSeconds: number) => new Date(Date.now() + offsetSeconds * 1000).toISOString();
@@ -208,7 +227,7 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
       expect((await stored(paid.eventId)).map((r: { outcome: string }) => r.outcome)).toEqual(['applied', 'duplicate']);
     });
 
-    it('keeps the first delivery\'s raw body; a replayed capture stores only its hash and times, and the console shows the event', async () => {
+    it("keeps the first delivery's raw body; a replayed capture stores only its hash and times, and the console shows the event", async () => {
       const doc = await newDocument();
       const capture = signedWebhook(TEST_WEBHOOK_SECRET, paymentEvent(doc.providerReference, 'PAID'));
       const eventId = JSON.parse(capture.raw).eventId as string;
@@ -265,7 +284,12 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
 
     it('decides every event as the lifecycle function does, whatever arrives in whatever order, cancels included (property)', async () => {
       const step = fc.oneof(
-        { weight: 5, arbitrary: fc.constantFrom('PENDING', 'processing', 'PAID', 'Paid', 'FAILED', 'failed', 'REFUNDED', 'CHARGEBACK', 'constructor').map((status) => ({ status })) },
+        {
+          weight: 5,
+          arbitrary: fc
+            .constantFrom('PENDING', 'processing', 'PAID', 'Paid', 'FAILED', 'failed', 'REFUNDED', 'CHARGEBACK', 'constructor')
+            .map((status) => ({ status })),
+        },
         { weight: 1, arbitrary: fc.constant('cancel' as const) },
       );
       await fc.assert(
@@ -279,7 +303,11 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
           };
           for (const s of steps) {
             if (s === 'cancel') {
-              const answer = await t.app.inject({ method: 'POST', url: `/api/v1/documents/${doc.id}/cancel`, headers: { 'x-api-key': acme.key, 'x-idempotency-key': newIdempotencyKey() } });
+              const answer = await t.app.inject({
+                method: 'POST',
+                url: `/api/v1/documents/${doc.id}/cancel`,
+                headers: { 'x-api-key': acme.key, 'x-idempotency-key': newIdempotencyKey() },
+              });
               const outcome = transition(model.status, { kind: 'cancel' });
               expect(answer.statusCode).toBe(outcome.result === 'changed' ? 200 : 409);
               if (outcome.result === 'changed') model = { ...model, status: outcome.to, changes: model.changes + 1 };
@@ -299,7 +327,9 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
             paymentStatus: model.paymentStatus,
             lastEventId: model.lastEventId,
           });
-          const changes = await db.query(`SELECT count(*)::int AS n FROM document_events WHERE document_id = $1 AND type = 'document.status_changed'`, [doc.id]);
+          const changes = await db.query(`SELECT count(*)::int AS n FROM document_events WHERE document_id = $1 AND type = 'document.status_changed'`, [
+            doc.id,
+          ]);
           expect(changes.rows[0].n).toBe(model.changes);
         }),
         { numRuns: 25 },
@@ -328,13 +358,10 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
       expect(created.statusCode).toBe(201);
       const doc = created.json();
       expect(doc).toMatchObject({ status: 'PAID', payment: { status: 'PAID', lastEventId: paid.eventId } });
-      for (const e of [failed, paid]) expect((await stored(e.eventId))[0]).toMatchObject({ outcome: 'applied', document_id: doc.id, processed_at: expect.any(Date) });
+      for (const e of [failed, paid])
+        expect((await stored(e.eventId))[0]).toMatchObject({ outcome: 'applied', document_id: doc.id, processed_at: expect.any(Date) });
       const feed = await eventsOf(doc.id, 3);
-      expect(feed.map((e: { status: string }) => e.status)).toEqual([
-        'PENDING_PAYMENT',
-        'PAYMENT_FAILED',
-        'PAID',
-      ]);
+      expect(feed.map((e: { status: string }) => e.status)).toEqual(['PENDING_PAYMENT', 'PAYMENT_FAILED', 'PAID']);
     });
 
     // The lock and the look-up are sent together; PostgreSQL runs them in order, so the look-up's snapshot
@@ -355,7 +382,8 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
         const event = paymentEvent(providerReference, 'PAID');
         const delivery = send(event);
         await waitFor(
-          async () => (await db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = hashtext($1)::oid`, [lock.key])).rowCount === 1,
+          async () =>
+            (await db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = hashtext($1)::oid`, [lock.key])).rowCount === 1,
           'the delivery waiting for the lock',
           10_000,
         );

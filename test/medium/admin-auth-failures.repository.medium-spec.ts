@@ -21,6 +21,9 @@ describe('AdminAuthFailuresRepository', () => {
 
     await m.check.query(`INSERT INTO admin_auth_failures (remote_address, window_start, failures) VALUES ('192.0.2.9', now() - interval '2 hours', 50)`);
     await failures.purge();
-    expect((await m.check.query(`SELECT remote_address FROM admin_auth_failures ORDER BY remote_address`)).rows.map((r) => r.remote_address)).toEqual(['192.0.2.7', '192.0.2.8']);
+    expect((await m.check.query(`SELECT remote_address FROM admin_auth_failures ORDER BY remote_address`)).rows.map((r) => r.remote_address)).toEqual([
+      '192.0.2.7',
+      '192.0.2.8',
+    ]);
   });
 });

@@ -43,7 +43,9 @@ describe('AdminsRepository', () => {
   it('authenticates a live token of an enabled admin, noting its use at most once a minute, and never a revoked one', async () => {
     const admin = (await newAdmin())!;
     const tokenHash = hash();
-    const token = await dataSource.transaction((tx) => admins.insertToken(tx, { adminId: admin.id, name: 'laptop', tokenHash, prefix: 'adm_tax_abcd', last4: 'wxyz', expiresAt: null }));
+    const token = await dataSource.transaction((tx) =>
+      admins.insertToken(tx, { adminId: admin.id, name: 'laptop', tokenHash, prefix: 'adm_tax_abcd', last4: 'wxyz', expiresAt: null }),
+    );
     expect(token).toMatchObject({ adminId: admin.id, revokedAt: null, lastUsedAt: null });
     expect(token).not.toHaveProperty('tokenHash');
     expect(await admins.authenticateToken(tokenHash)).toEqual({ adminId: admin.id, email: admin.email, role: 'admin', expiresAt: null });
@@ -68,7 +70,13 @@ describe('AdminsRepository', () => {
     const id = await dataSource.transaction((tx) => admins.insertSession(tx, { adminId: admin.id, tokenHash, csrfToken: 'csrf', maxSeconds: 3600 }));
     const { rows } = await m.check.query(`SELECT (expires_at - created_at)::text AS lifetime FROM admin_sessions WHERE id = $1`, [id]);
     expect(rows).toEqual([{ lifetime: '01:00:00' }]);
-    expect(await admins.authenticateSession(tokenHash, 1800)).toEqual({ sessionId: id, csrfToken: 'csrf', adminId: admin.id, email: admin.email, role: 'admin' });
+    expect(await admins.authenticateSession(tokenHash, 1800)).toEqual({
+      sessionId: id,
+      csrfToken: 'csrf',
+      adminId: admin.id,
+      email: admin.email,
+      role: 'admin',
+    });
     await m.check.query(`UPDATE admin_sessions SET last_seen_at = now() - interval '31 minutes' WHERE id = $1`, [id]);
     expect(await admins.authenticateSession(tokenHash, 1800)).toBeNull();
     await m.check.query(`UPDATE admin_sessions SET last_seen_at = now() WHERE id = $1`, [id]);
@@ -97,11 +105,15 @@ describe('AdminsRepository', () => {
     const results = await Promise.all(Array.from({ length: 12 }, () => start('192.0.2.31')));
     expect(results.filter((r) => r.started)).toHaveLength(5);
     expect(results.find((r) => !r.started)).toEqual({ started: false, secondsLeft: expect.any(Number) });
-    const under = async (address: string) => (await m.check.query(`SELECT count(*)::int AS n FROM admin_oidc_logins WHERE remote_address = $1`, [address])).rows[0].n;
+    const under = async (address: string) =>
+      (await m.check.query(`SELECT count(*)::int AS n FROM admin_oidc_logins WHERE remote_address = $1`, [address])).rows[0].n;
     expect(await under('192.0.2.31')).toBe(5);
     // Another address has its own; an expired start frees a place.
     expect((await start('192.0.2.32')).started).toBe(true);
-    await m.check.query(`UPDATE admin_oidc_logins SET expires_at = now() - interval '1 second' WHERE state IN (SELECT state FROM admin_oidc_logins WHERE remote_address = $1 LIMIT 1)`, ['192.0.2.31']);
+    await m.check.query(
+      `UPDATE admin_oidc_logins SET expires_at = now() - interval '1 second' WHERE state IN (SELECT state FROM admin_oidc_logins WHERE remote_address = $1 LIMIT 1)`,
+      ['192.0.2.31'],
+    );
     expect((await start('192.0.2.31')).started).toBe(true);
     // Refused, it says when the oldest start under way expires: within its ten minutes.
     const refused = await start('192.0.2.31');

@@ -24,7 +24,14 @@ describe('ApiKeysRepository', () => {
   it('inserts a key and authenticates it by its hash while it is neither revoked nor expired, by the database\u2019s clock', async () => {
     const written = newKey({ name: 'billing' });
     const key = await dataSource.transaction((tx) => keys.insert(tx, written));
-    expect(key).toMatchObject({ source: 'acme-erp', name: 'billing', revokedAt: null, lastUsedAt: null, createdAt: expect.any(Date), position: expect.stringMatching(/^\d+$/) });
+    expect(key).toMatchObject({
+      source: 'acme-erp',
+      name: 'billing',
+      revokedAt: null,
+      lastUsedAt: null,
+      createdAt: expect.any(Date),
+      position: expect.stringMatching(/^\d+$/),
+    });
     expect(key).not.toHaveProperty('keyHash');
     const hash = written.keyHash;
     expect(await keys.findValidByHash(hash)).toEqual({ id: key.id, source: 'acme-erp', prefix: 'sk_tax_abcde', expiresAt: null });

@@ -30,7 +30,10 @@ describe('AuditLogRepository', () => {
     const admin = '00000000-0000-4000-8000-000000000001';
     await m.dataSource.transaction(async (tx) => {
       await audit.insert(tx, entry());
-      await audit.insert(tx, entry({ action: 'admin.created', actorType: 'token', actorAdminId: admin, actorEmail: 'ada@example.com', targetType: 'admin', targetId: 'x' }));
+      await audit.insert(
+        tx,
+        entry({ action: 'admin.created', actorType: 'token', actorAdminId: admin, actorEmail: 'ada@example.com', targetType: 'admin', targetId: 'x' }),
+      );
     });
     await expect(
       m.dataSource.transaction(async (tx) => {
@@ -40,7 +43,14 @@ describe('AuditLogRepository', () => {
     ).rejects.toThrow('the change failed');
     const all = await audit.page({}, 10);
     expect(all.map((e) => e.action)).toEqual(['admin.created', 'api_key.created']);
-    expect(all[0]).toMatchObject({ actorType: 'token', actorAdminId: admin, actorEmail: 'ada@example.com', targetType: 'admin', targetId: 'x', createdAt: expect.any(Date) });
+    expect(all[0]).toMatchObject({
+      actorType: 'token',
+      actorAdminId: admin,
+      actorEmail: 'ada@example.com',
+      targetType: 'admin',
+      targetId: 'x',
+      createdAt: expect.any(Date),
+    });
     expect((await audit.page({ action: 'api_key.created' }, 10)).map((e) => e.action)).toEqual(['api_key.created']);
     expect((await audit.page({ adminId: admin }, 10)).map((e) => e.action)).toEqual(['admin.created']);
     expect((await audit.page({ before: all[0].id }, 10)).map((e) => e.id)).toEqual([all[1].id]);

@@ -148,7 +148,10 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, 
 
     // A read that waits for row locks is sent only once the check has passed, in a round trip of its own.
     const holder = transactions.begin(opening('rows'));
-    expect(await roundTripsOf(() => holder.read({ reads: [LABELS.with()], waitsForRows: true }))).toEqual([['BEGIN', OPENING_LOCKS, 'test-labels'], ['test-labels']]);
+    expect(await roundTripsOf(() => holder.read({ reads: [LABELS.with()], waitsForRows: true }))).toEqual([
+      ['BEGIN', OPENING_LOCKS, 'test-labels'],
+      ['test-labels'],
+    ]);
     const refused = transactions.begin(opening('rows'));
     expect(await roundTripsOf(() => expect(refused.read({ reads: [LABELS.with()], waitsForRows: true })).rejects.toThrow('refused by the opening'))).toEqual([
       ['BEGIN', OPENING_LOCKS, 'test-labels'],
@@ -159,7 +162,10 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, 
     // A commit without a read sends the opening first.
     const unread = transactions.begin(opening('unread'));
     unread.write(INSERT_PROBE.with('after the opening'));
-    expect(await roundTripsOf(() => unread.commit())).toEqual([['BEGIN', OPENING_LOCKS, 'test-labels'], ['test-insert-probe', 'COMMIT']]);
+    expect(await roundTripsOf(() => unread.commit())).toEqual([
+      ['BEGIN', OPENING_LOCKS, 'test-labels'],
+      ['test-insert-probe', 'COMMIT'],
+    ]);
     expect(answers).toHaveLength(5);
     expect(await labels()).toEqual(['after the opening', 'seen by the opening']);
     expect(await busyConnections()).toEqual([]);
@@ -195,7 +201,9 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, 
       { n: 2, label: 'new' },
     ]);
     // One write is sent as itself.
-    expect(await roundTripsOf(() => transactions.run(async (tx) => tx.write(INSERT_OTHER.with(3, 'alone'))))).toEqual([['BEGIN', 'test-insert-other', 'COMMIT']]);
+    expect(await roundTripsOf(() => transactions.run(async (tx) => tx.write(INSERT_OTHER.with(3, 'alone'))))).toEqual([
+      ['BEGIN', 'test-insert-other', 'COMMIT'],
+    ]);
     expect(await others()).toContainEqual({ n: 3, label: 'alone' });
   });
 
@@ -230,7 +238,9 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, 
 
     await m.check.query(`CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.label = 'refused at commit' THEN RAISE EXCEPTION 'refused at commit'; END IF; RETURN NULL; END $$`);
-    await m.check.query(`CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON tx_probe DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()`);
+    await m.check.query(
+      `CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON tx_probe DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()`,
+    );
     try {
       const deferred = transactions.begin();
       deferred.write(INSERT_OTHER.with(4, 'with it'), INSERT_PROBE.with('refused at commit'));
@@ -365,7 +375,12 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, 
       return 'inserted';
     };
     const retried: string[] = [];
-    expect(await transactions.run(work('retried', retried, (attempt) => attempt === 1), { retryOnConflict: true })).toBe('found');
+    expect(
+      await transactions.run(
+        work('retried', retried, (attempt) => attempt === 1),
+        { retryOnConflict: true },
+      ),
+    ).toBe('found');
     expect(retried).toHaveLength(2);
 
     const once: string[] = [];

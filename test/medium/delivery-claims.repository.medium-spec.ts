@@ -46,13 +46,28 @@ describe('DeliveryClaimsRepository', () => {
     const ids = [...first.claimed, ...second.claimed].map((row) => row.id);
     // Each with what its message needs: the endpoint's address and secret, and the event as the feed has it.
     expect(first.claimed[0]).toMatchObject({ url: expect.stringMatching(/^https:\/\/example.com\//), secret: 'whsec_x', previousSecret: null, retryStep: 0 });
-    expect(first.claimed[0].event).toEqual({ id: expect.any(String), source: 'acme-erp', documentId: expect.any(String), type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null, createdAt: expect.any(Date), traceParent: null });
+    expect(first.claimed[0].event).toEqual({
+      id: expect.any(String),
+      source: 'acme-erp',
+      documentId: expect.any(String),
+      type: 'document.created',
+      status: 'PENDING_PAYMENT',
+      previousStatus: null,
+      createdAt: expect.any(Date),
+      traceParent: null,
+    });
     expect(new Set(ids).size).toBe(ids.length);
 
     // Released leases are due again at once; another instance's are not touched.
-    await claims.release(first.claimed.map((row) => row.id), 'two');
+    await claims.release(
+      first.claimed.map((row) => row.id),
+      'two',
+    );
     expect((await check.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE leased_by = 'one'`)).rows[0].n).toBe(first.claimed.length);
-    await claims.release(first.claimed.map((row) => row.id), 'one');
+    await claims.release(
+      first.claimed.map((row) => row.id),
+      'one',
+    );
     expect((await check.query(`SELECT count(*)::int AS n FROM outbound_deliveries WHERE leased_by = 'one'`)).rows[0].n).toBe(0);
   });
 
@@ -81,9 +96,10 @@ describe('DeliveryClaimsRepository', () => {
     await claims.record([record(claimed[0].id, 'succeeded'), record(claimed[1].id, 'pending')], 'someone-else');
     expect((await check.query(`SELECT count(*)::int AS n FROM outbound_delivery_attempts`)).rows[0].n).toBe(0);
     await claims.record([record(claimed[0].id, 'succeeded'), record(claimed[1].id, 'pending')], 'four');
-    const { rows } = await check.query(`SELECT id, status, attempts, retry_step, leased_by, next_attempt_at > now() + interval '20 seconds' AS later FROM outbound_deliveries WHERE id = ANY ($1) ORDER BY id`, [
-      claimed.map((row) => row.id),
-    ]);
+    const { rows } = await check.query(
+      `SELECT id, status, attempts, retry_step, leased_by, next_attempt_at > now() + interval '20 seconds' AS later FROM outbound_deliveries WHERE id = ANY ($1) ORDER BY id`,
+      [claimed.map((row) => row.id)],
+    );
     expect(rows.map(({ status, attempts, retry_step, leased_by }) => ({ status, attempts, retry_step, leased_by }))).toEqual(
       expect.arrayContaining([
         { status: 'succeeded', attempts: 1, retry_step: 0, leased_by: null },

@@ -42,15 +42,21 @@ describe('DocumentEventsRepository (the feed)', () => {
     // Events written by transactions 998 to 1001, long finished: as text, "1000" and "1001" sort first.
     await m.check.query(`DELETE FROM document_events WHERE source = $1`, [source]);
     for (const xid of ['1001', '998', '1000', '999']) {
-      await m.check.query(`INSERT INTO document_events (source, document_id, type, status, xid) VALUES ($1, $2, 'document.created', 'PENDING_PAYMENT', $3::xid8)`, [
-        source,
-        document.id,
-        xid,
-      ]);
+      await m.check.query(
+        `INSERT INTO document_events (source, document_id, type, status, xid) VALUES ($1, $2, 'document.created', 'PENDING_PAYMENT', $3::xid8)`,
+        [source, document.id, xid],
+      );
     }
     const first = await events.page(source, { xid: '0', id: '0' }, 2);
     expect(first.map((e) => e.xid)).toEqual(['998', '999']);
-    expect(first[0]).toMatchObject({ source, documentId: document.id, type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null, createdAt: expect.any(Date) });
+    expect(first[0]).toMatchObject({
+      source,
+      documentId: document.id,
+      type: 'document.created',
+      status: 'PENDING_PAYMENT',
+      previousStatus: null,
+      createdAt: expect.any(Date),
+    });
     const last = first[first.length - 1];
     const second = await events.page(source, { xid: last.xid, id: last.id }, 2);
     expect(second.map((e) => e.xid)).toEqual(['1000', '1001']);
@@ -88,7 +94,14 @@ describe('DocumentEventsRepository (the feed)', () => {
     const { document, event } = await documentOf(source);
     const at = new Date();
     const later: NewDocumentEvent[] = [
-      { ...event, type: 'document.status_changed', status: 'PAID', previousStatus: 'PENDING_PAYMENT', createdAt: at, traceParent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      {
+        ...event,
+        type: 'document.status_changed',
+        status: 'PAID',
+        previousStatus: 'PENDING_PAYMENT',
+        createdAt: at,
+        traceParent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      },
       { ...event, type: 'document.status_changed', status: 'REFUNDED', previousStatus: 'PAID', createdAt: at, traceParent: null },
     ];
     await transactions.run(async (tx) => {
@@ -96,7 +109,16 @@ describe('DocumentEventsRepository (the feed)', () => {
       events.append(tx, later);
     });
     const stored = await events.ofDocument(document.id);
-    expect(stored.map(({ type, status, previousStatus, createdAt, traceParent, source: of }) => ({ type, status, previousStatus, createdAt, traceParent, source: of }))).toEqual(
+    expect(
+      stored.map(({ type, status, previousStatus, createdAt, traceParent, source: of }) => ({
+        type,
+        status,
+        previousStatus,
+        createdAt,
+        traceParent,
+        source: of,
+      })),
+    ).toEqual(
       [event, ...later].map(({ type, status, previousStatus, createdAt, traceParent }) => ({ type, status, previousStatus, createdAt, traceParent, source })),
     );
     // The two appended together are of one transaction, after the document's.
@@ -111,6 +133,11 @@ describe('DocumentEventsRepository (the feed)', () => {
   it('tells the newest event\u2019s transaction and the cluster\u2019s next one, and how fast they went by', async () => {
     const { newest, next } = await events.transactions();
     expect(BigInt(next)).toBeGreaterThan(BigInt(newest!));
-    expect(await events.pace(10)).toEqual({ newestXid: expect.any(String), newestAt: expect.any(Date), earlierXid: expect.any(String), earlierAt: expect.any(Date) });
+    expect(await events.pace(10)).toEqual({
+      newestXid: expect.any(String),
+      newestAt: expect.any(Date),
+      earlierXid: expect.any(String),
+      earlierAt: expect.any(Date),
+    });
   });
 });

@@ -20,7 +20,8 @@ describe('DocumentsRepository', () => {
   let payments: PaymentsRepository;
   let transactions: Transactions;
   let dataSource: DataSource;
-  const count = async (table: string, where = 'true', values: unknown[] = []) => (await m.check.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, values)).rows[0].n;
+  const count = async (table: string, where = 'true', values: unknown[] = []) =>
+    (await m.check.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, values)).rows[0].n;
   /** Sessions of this test's database waiting for a lock (an advisory lock, or a row's). */
   const waitingForLocks = async () =>
     (await m.check.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rowCount ?? 0;
@@ -33,7 +34,8 @@ describe('DocumentsRepository', () => {
       events.append(tx, [made.event]);
       return findings;
     });
-  const findings = (document: Pick<DocumentRecord, 'source' | 'externalId' | 'providerReference'>) => transactions.run((tx) => documents.findingsForCreate(tx, document));
+  const findings = (document: Pick<DocumentRecord, 'source' | 'externalId' | 'providerReference'>) =>
+    transactions.run((tx) => documents.findingsForCreate(tx, document));
   const unmatched = (providerReference: string, eventId = `evt-${unique()}`, outcome = 'unmatched') =>
     m.check.query<{ id: string }>(
       `INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, raw_body, body_sha256, signed_at)
@@ -64,9 +66,9 @@ describe('DocumentsRepository', () => {
     expect(stored).toEqual({ ...made.document, seq: expect.any(String) });
     expect(stored).toMatchObject({ issueDate: '2026-11-20', totalAmount: '119.00', paymentUpdatedAt: null, createdAt: made.document.createdAt });
     expect(Object.keys(stored!.metadata)).toEqual(['a', 'zz']);
-    expect((await events.ofDocument(made.document.id)).map(({ type, status, previousStatus, createdAt }) => ({ type, status, previousStatus, createdAt }))).toEqual([
-      { type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null, createdAt: made.document.createdAt },
-    ]);
+    expect(
+      (await events.ofDocument(made.document.id)).map(({ type, status, previousStatus, createdAt }) => ({ type, status, previousStatus, createdAt })),
+    ).toEqual([{ type: 'document.created', status: 'PENDING_PAYMENT', previousStatus: null, createdAt: made.document.createdAt }]);
     // The same row as TypeORM's own entity API reads it.
     expect(await dataSource.getRepository(DocumentEntity).findOneBy({ id: made.document.id })).toEqual(stored);
     expect(await documents.find('9b2f0c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f')).toBeNull();
@@ -102,7 +104,13 @@ describe('DocumentsRepository', () => {
       expect(await count('document_events', 'document_id = $1', [duplicate.document.id])).toBe(0);
     }
     expect(await count('documents', 'source = $1', [first.document.source])).toBeGreaterThan(0);
-    expect(await count('documents', 'source = $1 AND (external_id = $2 OR provider_reference = $3)', [first.document.source, first.document.externalId, first.document.providerReference])).toBe(1);
+    expect(
+      await count('documents', 'source = $1 AND (external_id = $2 OR provider_reference = $3)', [
+        first.document.source,
+        first.document.externalId,
+        first.document.providerReference,
+      ]),
+    ).toBe(1);
   });
 
   it('finds the bank events that wait for the providerReference, oldest first, and only those', async () => {
@@ -122,7 +130,14 @@ describe('DocumentsRepository', () => {
 
   it('waits behind the providerReference lock for a bank event being stored, then sees what it committed', async () => {
     const reference = `PAY-${unique()}-locked`;
-    const early = { eventId: `evt-${unique()}`, eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: reference, rawBody: Buffer.from('{}'), signedAt: new Date() };
+    const early = {
+      eventId: `evt-${unique()}`,
+      eventType: 'PAYMENT_STATUS',
+      status: 'PAID',
+      providerReference: reference,
+      rawBody: Buffer.from('{}'),
+      signedAt: new Date(),
+    };
     // The bank event's transaction reads behind the reference's lock: no document yet, so it is stored as unmatched.
     const holder = transactions.begin();
     expect(await payments.findingsForReceive(holder, early)).toEqual({ seen: false, claims: [] });

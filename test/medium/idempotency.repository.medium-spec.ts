@@ -70,11 +70,18 @@ describe('IdempotencyRepository, through IdempotencyService: the look-up, the cl
   };
   const routeWrites = async () => (await m.check.query('SELECT label FROM route_writes ORDER BY label')).rows.map((row) => row.label);
   const rowsOf = async (c: IdempotentCall) =>
-    (await m.check.query(`SELECT response_status, (expires_at - created_at)::text AS lifetime FROM idempotency_records WHERE idempotency_key = $1 AND source = $2`, [c.key, c.source]))
-      .rows;
+    (
+      await m.check.query(
+        `SELECT response_status, (expires_at - created_at)::text AS lifetime FROM idempotency_records WHERE idempotency_key = $1 AND source = $2`,
+        [c.key, c.source],
+      )
+    ).rows;
   /** Whether the key's claim is free, as an instance of the release before takes it (the same 64-bit key). */
   const claimFree = async (c: IdempotentCall) => {
-    const { rows } = await m.check.query(`SELECT pg_try_advisory_lock(hashtextextended($1::varchar || ' ' || $2::varchar, 7340218)) AS free`, [c.source, c.key]);
+    const { rows } = await m.check.query(`SELECT pg_try_advisory_lock(hashtextextended($1::varchar || ' ' || $2::varchar, 7340218)) AS free`, [
+      c.source,
+      c.key,
+    ]);
     if (rows[0].free) await m.check.query(`SELECT pg_advisory_unlock(hashtextextended($1::varchar || ' ' || $2::varchar, 7340218))`, [c.source, c.key]);
     return rows[0].free as boolean;
   };
@@ -101,7 +108,13 @@ describe('IdempotencyRepository, through IdempotencyService: the look-up, the cl
     expect(await claimFree(c)).toBe(true);
     expect(await routeWrites()).toContain(c.key);
     expect(await service.look(c)).toEqual({ kind: 'replay', answer: { status: 201, body: '{"id":"x"}', location: '/x' } });
-    expect(await records.find(c.source, c.key)).toEqual({ fingerprint: c.fingerprint, responseStatus: 201, responseBody: '{"id":"x"}', responseLocation: '/x', live: true });
+    expect(await records.find(c.source, c.key)).toEqual({
+      fingerprint: c.fingerprint,
+      responseStatus: 201,
+      responseBody: '{"id":"x"}',
+      responseLocation: '/x',
+      live: true,
+    });
     expect(await service.look({ ...c, source: 'other-source' })).toEqual({ kind: 'new', expired: false });
     expect(config.IDEMPOTENCY_TTL_SECONDS).toBe(86400);
     expect(await rowsOf(c)).toEqual([{ response_status: 201, lifetime: '1 day' }]);
@@ -158,7 +171,9 @@ describe('IdempotencyRepository, through IdempotencyService: the look-up, the cl
     const answered = await claimed(c, late as New).catch((error: unknown) => error);
     expect(answered).toBeInstanceOf(AnsweredBefore);
     expect((answered as AnsweredBefore).answer).toEqual(again);
-    expect(await claimed({ ...c, fingerprint: 'e'.repeat(64) }, late as New).catch((error: unknown) => error)).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(await claimed({ ...c, fingerprint: 'e'.repeat(64) }, late as New).catch((error: unknown) => error)).toMatchObject({
+      code: 'IDEMPOTENCY_KEY_REUSED',
+    });
     expect(await claimFree(c)).toBe(true);
   });
 
@@ -179,7 +194,10 @@ describe('IdempotencyRepository, through IdempotencyService: the look-up, the cl
   it('takes over an expired record, and leaves nothing when the request rolls back', async () => {
     const c = call();
     await finished(c);
-    await m.check.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second', created_at = now() - interval '2 days' WHERE idempotency_key = $1`, [c.key]);
+    await m.check.query(
+      `UPDATE idempotency_records SET expires_at = now() - interval '1 second', created_at = now() - interval '2 days' WHERE idempotency_key = $1`,
+      [c.key],
+    );
     // Expired, its answer is not replayed, whoever's it was.
     expect(await service.look({ ...c, fingerprint: 'e'.repeat(64) })).toEqual({ kind: 'new', expired: true });
     const refusal: Answer = { status: 409, body: '{"code":"DUPLICATE_DOCUMENT"}', location: null };
@@ -219,7 +237,9 @@ describe('IdempotencyRepository, through IdempotencyService: the look-up, the cl
     const live = call();
     const expired = [call(), call(), call()];
     for (const c of [live, ...expired]) await finished(c);
-    await m.check.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = ANY ($1)`, [expired.map((c) => c.key)]);
+    await m.check.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = ANY ($1)`, [
+      expired.map((c) => c.key),
+    ]);
     expect(await records.purgeExpired(2)).toBe(2);
     expect(await records.purgeExpired(2)).toBe(1);
     expect(await records.purgeExpired(2)).toBe(0);

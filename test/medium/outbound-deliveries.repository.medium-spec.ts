@@ -17,13 +17,17 @@ describe('OutboundDeliveriesRepository', () => {
     dataSource = m.dataSource;
     // One endpoint, and four events whose deliveries the feed's trigger enqueues for it.
     endpoint = (
-      await m.check.query(`INSERT INTO webhook_endpoints (source, url, event_types, secret) VALUES ('acme-erp', 'https://client.example/hook', ARRAY['document.created'], 'whsec_x') RETURNING id`)
+      await m.check.query(
+        `INSERT INTO webhook_endpoints (source, url, event_types, secret) VALUES ('acme-erp', 'https://client.example/hook', ARRAY['document.created'], 'whsec_x') RETURNING id`,
+      )
     ).rows[0].id;
     await m.check.query(
       `INSERT INTO documents (source, external_id, type, taxpayer_tax_id, taxpayer_name, taxpayer_country, issue_date, currency, total_amount, tax_amount)
        SELECT 'acme-erp', 'INV-' || n, 'INVOICE', 'DE1', 'M', 'DE', '2026-11-20', 'EUR', 1, 0 FROM generate_series(1, 4) n`,
     );
-    await m.check.query(`INSERT INTO document_events (source, document_id, type, status) SELECT source, id, 'document.created', status FROM documents ORDER BY external_id`);
+    await m.check.query(
+      `INSERT INTO document_events (source, document_id, type, status) SELECT source, id, 'document.created', status FROM documents ORDER BY external_id`,
+    );
     ids = (await m.check.query(`SELECT id FROM outbound_deliveries ORDER BY id`)).rows.map((row) => row.id);
     await m.check.query(`UPDATE outbound_deliveries SET status = 'failed', attempts = 9 WHERE id = $1`, [ids[0]]);
     await m.check.query(`UPDATE outbound_deliveries SET attempts = 1 WHERE id = $1`, [ids[1]]);
@@ -45,7 +49,7 @@ describe('OutboundDeliveriesRepository', () => {
     expect((await deliveries.page(endpoint, { status: 'pending' }, 10)).map((d) => d.id)).toEqual([ids[3], ids[1]]);
     expect((await deliveries.page(endpoint, { before: ids[2] }, 1)).map((d) => d.id)).toEqual([ids[1]]);
     expect((await deliveries.pageForAdmin({ attention: true }, 10)).map((d) => d.id)).toEqual([ids[1], ids[0]]);
-    expect((await deliveries.pageForAdmin({ source: 'another-source' }, 10))).toEqual([]);
+    expect(await deliveries.pageForAdmin({ source: 'another-source' }, 10)).toEqual([]);
     const [eventOfFirst] = (await m.check.query(`SELECT event_id FROM outbound_deliveries WHERE id = $1`, [ids[0]])).rows;
     expect((await deliveries.pageForAdmin({ eventIds: [String(eventOfFirst.event_id)] }, 10)).map((d) => d.id)).toEqual([ids[0]]);
     expect(await deliveries.pageForAdmin({ eventIds: [] }, 10)).toEqual([]);
@@ -63,6 +67,8 @@ describe('OutboundDeliveriesRepository', () => {
     expect(await deliveries.find(ids[2], endpoint)).toMatchObject({ status: 'succeeded' });
     expect(await deliveries.find(ids[2], '00000000-0000-4000-8000-000000000000')).toBeNull();
     await dataSource.transaction((tx) => deliveries.deleteOfEndpoint(tx, endpoint));
-    expect((await m.check.query(`SELECT (SELECT count(*) FROM outbound_deliveries)::int AS d, (SELECT count(*) FROM outbound_delivery_attempts)::int AS a`)).rows).toEqual([{ d: 0, a: 0 }]);
+    expect(
+      (await m.check.query(`SELECT (SELECT count(*) FROM outbound_deliveries)::int AS d, (SELECT count(*) FROM outbound_delivery_attempts)::int AS a`)).rows,
+    ).toEqual([{ d: 0, a: 0 }]);
   });
 });

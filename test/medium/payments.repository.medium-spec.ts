@@ -37,14 +37,20 @@ describe('PaymentsRepository', () => {
   const rowOf = (received: ReceivedDelivery, outcome: NewBankEvent['outcome'], documentId: string | null = null): NewBankEvent => {
     const bodySha256 = createHash('sha256').update(received.rawBody).digest();
     const times = { signedAt: received.signedAt, receivedAt: new Date(), processedAt: null };
-    if (outcome === 'duplicate') return { eventId: received.eventId, eventType: null, status: null, providerReference: null, outcome, documentId, rawBody: null, bodySha256, ...times };
+    if (outcome === 'duplicate')
+      return { eventId: received.eventId, eventType: null, status: null, providerReference: null, outcome, documentId, rawBody: null, bodySha256, ...times };
     const { eventId, eventType, status, providerReference, rawBody } = received;
     return { eventId, eventType, status, providerReference, outcome, documentId, rawBody, bodySha256, ...times };
   };
   const record = (event: NewBankEvent) => transactions.run(async (tx) => payments.record(tx, event));
   const findings = (received: ReceivedDelivery) => transactions.run((tx) => payments.findingsForReceive(tx, received));
   const stored = async (eventId: string) =>
-    (await m.check.query(`SELECT outcome, document_id, raw_body IS NOT NULL AS kept, processed_at IS NOT NULL AS processed FROM webhook_events WHERE event_id = $1 ORDER BY id`, [eventId])).rows;
+    (
+      await m.check.query(
+        `SELECT outcome, document_id, raw_body IS NOT NULL AS kept, processed_at IS NOT NULL AS processed FROM webhook_events WHERE event_id = $1 ORDER BY id`,
+        [eventId],
+      )
+    ).rows;
   /** Sessions of this test's database waiting for a lock (an advisory lock, or a row's). */
   const waitingForLocks = async () =>
     (await m.check.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rowCount ?? 0;
@@ -100,12 +106,16 @@ describe('PaymentsRepository', () => {
         for (let i = 0; i < claimers; i += 1) {
           const id = await documentWith(reference, `source-${i}`);
           const established = (mask & (1 << i)) !== 0;
-          if (established) await m.check.query(`UPDATE documents SET payment_status = 'PENDING', payment_last_event_id = $2 WHERE id = $1`, [id, `evt-${unique()}`]);
+          if (established)
+            await m.check.query(`UPDATE documents SET payment_status = 'PENDING', payment_last_event_id = $2 WHERE id = $1`, [id, `evt-${unique()}`]);
           claims.push({ id, established });
         }
         const found = await findings(delivery(reference, 'PROCESSING'));
         const read = found.claims.map((claim) => ({ id: claim.id, established: claim.paymentLastEventId !== null }));
-        expect({ mask, read: [...read].sort((a, b) => a.id.localeCompare(b.id)) }).toEqual({ mask, read: [...claims].sort((a, b) => a.id.localeCompare(b.id)) });
+        expect({ mask, read: [...read].sort((a, b) => a.id.localeCompare(b.id)) }).toEqual({
+          mask,
+          read: [...claims].sort((a, b) => a.id.localeCompare(b.id)),
+        });
         expect(bankEventTarget(read)).toBe(bankEventTarget(claims));
       }
     }
@@ -154,7 +164,9 @@ describe('PaymentsRepository', () => {
       { outcome: 'applied', document_id: id, kept: true, processed: false },
       { outcome: 'duplicate', document_id: id, kept: false, processed: false },
     ]);
-    const { rows } = await m.check.query(`SELECT event_type, status, provider_reference, body_sha256 FROM webhook_events WHERE event_id = $1 ORDER BY id`, [failed.eventId]);
+    const { rows } = await m.check.query(`SELECT event_type, status, provider_reference, body_sha256 FROM webhook_events WHERE event_id = $1 ORDER BY id`, [
+      failed.eventId,
+    ]);
     expect(rows).toEqual([
       { event_type: 'PAYMENT_STATUS', status: 'FAILED', provider_reference: reference, body_sha256: createHash('sha256').update(failed.rawBody).digest() },
       { event_type: null, status: null, provider_reference: null, body_sha256: createHash('sha256').update(failed.rawBody).digest() },
@@ -173,12 +185,22 @@ describe('PaymentsRepository', () => {
     await record(rowOf(early, 'unmatched'));
     await record(rowOf(later, 'unmatched'));
     const id = await documentWith(reference);
-    const waiting = await transactions.run(async (tx) => (await documents.findingsForCreate(tx, { source: 'another-source', externalId: `INV-${unique()}`, providerReference: reference })).waiting);
+    const waiting = await transactions.run(
+      async (tx) => (await documents.findingsForCreate(tx, { source: 'another-source', externalId: `INV-${unique()}`, providerReference: reference })).waiting,
+    );
     expect(waiting.map((event) => event.eventId)).toEqual([early.eventId, later.eventId]);
     const at = new Date();
     await transactions.run(async (tx) => {
       payments.settle(tx, [], id, at);
-      payments.settle(tx, [{ id: waiting[0].id, outcome: 'applied' }, { id: waiting[1].id, outcome: 'ignored' }], id, at);
+      payments.settle(
+        tx,
+        [
+          { id: waiting[0].id, outcome: 'applied' },
+          { id: waiting[1].id, outcome: 'ignored' },
+        ],
+        id,
+        at,
+      );
     });
     expect(await stored(early.eventId)).toEqual([{ outcome: 'applied', document_id: id, kept: true, processed: true }]);
     expect(await stored(later.eventId)).toEqual([{ outcome: 'ignored', document_id: id, kept: true, processed: true }]);
@@ -190,7 +212,13 @@ describe('PaymentsRepository', () => {
     await record(rowOf(ambiguous, 'duplicate'));
     const holder = transactions.begin();
     const locked = (await payments.findLocked(holder, ambiguous.eventId))!;
-    expect(locked).toMatchObject({ eventId: ambiguous.eventId, outcome: 'ambiguous', providerReference: reference, status: 'REFUNDED', rawBody: ambiguous.rawBody });
+    expect(locked).toMatchObject({
+      eventId: ambiguous.eventId,
+      outcome: 'ambiguous',
+      providerReference: reference,
+      status: 'REFUNDED',
+      rawBody: ambiguous.rawBody,
+    });
     const second = transactions.run((tx) => payments.findLocked(tx, ambiguous.eventId));
     await waitFor(async () => (await waitingForLocks()) === 1, 'the second findLocked to wait for the event\u2019s row');
     payments.settle(holder, [{ id: locked.id, outcome: 'applied' }], id, at);

@@ -87,7 +87,9 @@ describe('retention purges', () => {
   });
   afterAll(() => m.close());
   beforeEach(async () => {
-    await check.query('TRUNCATE document_events, outbound_deliveries, outbound_delivery_attempts, webhook_events, admin_audit_log, webhook_endpoints, documents CASCADE');
+    await check.query(
+      'TRUNCATE document_events, outbound_deliveries, outbound_delivery_attempts, webhook_events, admin_audit_log, webhook_endpoints, documents CASCADE',
+    );
   });
 
   describe('feed events (RETENTION_EVENTS)', () => {
@@ -115,7 +117,9 @@ describe('retention purges', () => {
       await endpointFor('acme-erp');
       const ids = await eventsAged('acme-erp', [120, 95, 30]);
       await check.query(`UPDATE outbound_deliveries SET status = 'succeeded', last_attempt_at = created_at`);
-      await check.query(`INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms) SELECT id, created_at, 5 FROM outbound_deliveries, generate_series(1, 3)`);
+      await check.query(
+        `INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms) SELECT id, created_at, 5 FROM outbound_deliveries, generate_series(1, 3)`,
+      );
       // On a connection that has deleted rows before (the session's earlier counts must not show).
       await purgeAll((tx, range) => events.purge(tx, range), 'P1000D', 100);
       const { result: batch, deleted } = await inTransaction((tx) => locks.counting(tx, () => events.purge(tx, { olderThan: 'P90D', after: '0', limit: 100 })));
@@ -169,7 +173,9 @@ describe('retention purges', () => {
       await check.query(`UPDATE outbound_deliveries SET status = 'failed', last_attempt_at = now() - interval '2 days' WHERE id = ${d[2]}`);
       // Still pending (an endpoint that is down, or disabled): kept, whatever its age.
       await check.query(`UPDATE outbound_deliveries SET attempts = 4, last_attempt_at = created_at WHERE id = ${d[3]}`);
-      await check.query(`INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms) SELECT id, created_at, 5 FROM outbound_deliveries, generate_series(1, 2)`);
+      await check.query(
+        `INSERT INTO outbound_delivery_attempts (delivery_id, attempted_at, duration_ms) SELECT id, created_at, 5 FROM outbound_deliveries, generate_series(1, 2)`,
+      );
 
       const batches = await purgeAll((tx, range) => deliveries.purge(tx, range), 'P30D', 2);
       expect(batches).toEqual([
@@ -239,7 +245,10 @@ describe('retention purges', () => {
 
     it('deletes audit entries written before the period', async () => {
       for (const days of [500, 401, 399, 0]) {
-        await check.query(`INSERT INTO admin_audit_log (action, remote_address, created_at) VALUES ('api_key.created', '127.0.0.1', now() - make_interval(days => $1))`, [days]);
+        await check.query(
+          `INSERT INTO admin_audit_log (action, remote_address, created_at) VALUES ('api_key.created', '127.0.0.1', now() - make_interval(days => $1))`,
+          [days],
+        );
       }
       const batches = await purgeAll((tx, range) => audit.purge(tx, range), 'P400D', 1000);
       expect(batches).toEqual([{ deleted: 2, last: expect.any(String), more: false }]);
@@ -274,14 +283,17 @@ describe('retention purges', () => {
       }
     });
 
-    it.each(['P90D', 'PT12H', 'P2W', 'P1DT1H1M1S', 'P1M', 'P1Y2M3DT4H5M6S', 'P400D'])('hands PostgreSQL %s, which reads it as the parser does', async (text) => {
-      const [{ seconds }] = await rows<{ seconds: string }>(
-        `SELECT extract(epoch FROM ('2026-02-15T00:00:00Z'::timestamptz + $1::interval) - '2026-02-15T00:00:00Z'::timestamptz)::text AS seconds`,
-        [text],
-      );
-      const parsed = parseIsoDuration(text)!;
-      expect(Number(seconds)).toBeGreaterThanOrEqual(shortestSeconds(parsed));
-      expect(Number(seconds)).toBeLessThanOrEqual(longestSeconds(parsed));
-    });
+    it.each(['P90D', 'PT12H', 'P2W', 'P1DT1H1M1S', 'P1M', 'P1Y2M3DT4H5M6S', 'P400D'])(
+      'hands PostgreSQL %s, which reads it as the parser does',
+      async (text) => {
+        const [{ seconds }] = await rows<{ seconds: string }>(
+          `SELECT extract(epoch FROM ('2026-02-15T00:00:00Z'::timestamptz + $1::interval) - '2026-02-15T00:00:00Z'::timestamptz)::text AS seconds`,
+          [text],
+        );
+        const parsed = parseIsoDuration(text)!;
+        expect(Number(seconds)).toBeGreaterThanOrEqual(shortestSeconds(parsed));
+        expect(Number(seconds)).toBeLessThanOrEqual(longestSeconds(parsed));
+      },
+    );
   });
 });

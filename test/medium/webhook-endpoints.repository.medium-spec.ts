@@ -7,7 +7,14 @@ import { waitFor } from '../support/processes.js';
 let n = 0;
 const endpoint = (overrides: Partial<NewEndpoint> = {}): NewEndpoint => {
   n += 1;
-  return { source: 'acme-erp', url: `https://client.example/hook/${n}`, description: null, eventTypes: ['document.created'], secret: `whsec_secret${n}`, ...overrides };
+  return {
+    source: 'acme-erp',
+    url: `https://client.example/hook/${n}`,
+    description: null,
+    eventTypes: ['document.created'],
+    secret: `whsec_secret${n}`,
+    ...overrides,
+  };
 };
 
 describe('WebhookEndpointsRepository', () => {
@@ -46,7 +53,12 @@ describe('WebhookEndpointsRepository', () => {
       counted = await endpoints.count(tx, source);
     });
     await waitFor(
-      async () => (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).length === 1,
+      async () =>
+        (
+          await holder.query(
+            `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+          )
+        ).length === 1,
       'the second transaction to wait for the lock',
     );
     expect(counted).toBeNull();

@@ -36,7 +36,7 @@ export async function runJourney(baseUrl: string, adminToken: string, source: st
   const list = await client.GET('/api/v1/documents', { params: { query: { limit: 10, type: 'INVOICE' } } });
   // The feed shows an event once every older writing transaction on the server has ended, whatever its database.
   let feed = await client.GET('/api/v1/events', { params: { query: { limit: 100 } } });
-  for (const deadline = Date.now() + 45_000; feed.data?.data.length === 0 && Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 45_000; feed.data?.data.length === 0 && Date.now() < deadline;) {
     await new Promise((r) => setTimeout(r, 100));
     feed = await client.GET('/api/v1/events', { params: { query: { limit: 100 } } });
   }

@@ -17,7 +17,9 @@ function executable(path: string): boolean {
 function playwrightCache(): string | undefined {
   const cache = process.env.PLAYWRIGHT_BROWSERS_PATH || join(homedir(), '.cache', 'ms-playwright');
   if (!existsSync(cache)) return undefined;
-  const builds = readdirSync(cache).filter((d) => /^chromium-\d+$/.test(d)).sort((a, b) => Number(b.slice(9)) - Number(a.slice(9)));
+  const builds = readdirSync(cache)
+    .filter((d) => /^chromium-\d+$/.test(d))
+    .sort((a, b) => Number(b.slice(9)) - Number(a.slice(9)));
   return builds
     .flatMap((build) => ['chrome-linux64/chrome', 'chrome-linux/chrome', 'chrome-mac/Chromium.app/Contents/MacOS/Chromium'].map((p) => join(cache, build, p)))
     .find(executable);

@@ -91,5 +91,9 @@ export interface FeedEvent {
  * test file's, say), so a test that has just written waits, up to 45 s.
  */
 export function feedOnceReady<T>(app: NestFastifyApplication, key: string, ready: (events: FeedEvent[]) => T | undefined | false, what: string): Promise<T> {
-  return waitFor(async () => ready((await app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': key } })).json().data), what, 45_000);
+  return waitFor(
+    async () => ready((await app.inject({ method: 'GET', url: '/api/v1/events?limit=100', headers: { 'x-api-key': key } })).json().data),
+    what,
+    45_000,
+  );
 }

@@ -12,9 +12,7 @@ const inTmp = (path: string) => !relative(tmpdir(), path).startsWith('..');
  * test responsible can be found.
  */
 async function removeLeftoverClusters(before: Set<string>): Promise<void> {
-  const left = (await listRootClusters(undefined, { sizes: false })).filter(
-    (c) => !before.has(c.id) && c.state === 'orphaned' && c.dataDirs!.every(inTmp),
-  );
+  const left = (await listRootClusters(undefined, { sizes: false })).filter((c) => !before.has(c.id) && c.state === 'orphaned' && c.dataDirs!.every(inTmp));
   const removed = [];
   for (const cluster of left) if ((await removeRootCluster(ROOT_CLUSTERS_HOME, cluster.id, { unrecorded: false })).removed) removed.push(cluster);
   if (removed.length > 0) {

@@ -71,8 +71,19 @@ export async function startTestApp({ env = {}, databaseUrl, extraModules }: Test
  */
 export async function startReadyGateway(databaseUrl: string, env: NodeJS.ProcessEnv = {}): Promise<{ spawned: Spawned; url: string }> {
   const port = await freePort();
-  const spawned = startGateway({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, ...env });
+  const spawned = startGateway({
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+    ...env,
+  });
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${url}/health/ready`)).ok || (spawned.child.exitCode !== null && Promise.reject(new Error(spawned.output()))), 'a gateway', 90_000);
+  await waitFor(
+    async () => (await fetch(`${url}/health/ready`)).ok || (spawned.child.exitCode !== null && Promise.reject(new Error(spawned.output()))),
+    'a gateway',
+    90_000,
+  );
   return { spawned, url };
 }

@@ -8,7 +8,10 @@ export interface ReceivedMessage {
 }
 
 /** Decides the answer to one message; `hang` never answers (the sender's timeout must end it). */
-export type Responder = (message: ReceivedMessage, index: number) => { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
+export type Responder = (
+  message: ReceivedMessage,
+  index: number,
+) => { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
 
 /** A real HTTP receiver on loopback that records every message a gateway pushes to it. */
 export class WebhookReceiver {

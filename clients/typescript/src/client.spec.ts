@@ -32,10 +32,22 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
 
 const problem = (status: number, code: string, headers: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
-  new Response(JSON.stringify({ type: 'about:blank', title: 'Title', status, code, detail: `detail of ${code}`, instance: '/api/v1/documents', requestId: `req-${code}`, ...extra }), {
-    status,
-    headers: { 'content-type': 'application/problem+json', 'x-request-id': 'header-id', ...headers },
-  });
+  new Response(
+    JSON.stringify({
+      type: 'about:blank',
+      title: 'Title',
+      status,
+      code,
+      detail: `detail of ${code}`,
+      instance: '/api/v1/documents',
+      requestId: `req-${code}`,
+      ...extra,
+    }),
+    {
+      status,
+      headers: { 'content-type': 'application/problem+json', 'x-request-id': 'header-id', ...headers },
+    },
+  );
 
 /** What undici's fetch throws when the connection fails. */
 const connectionReset = () => new TypeError('fetch failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) });
@@ -82,7 +94,9 @@ describe('GatewayClient', () => {
       const keys = idempotencyKeys(requests);
       expect(keys[0]).toMatch(/^[a-zA-Z0-9._:-]{8,128}$/);
       expect(new Set(keys)).toEqual(new Set([keys[0]]));
-      expect(requests.every((request) => request.method === 'POST' && request.path === '/api/v1/documents' && JSON.parse(request.body).externalId === 'INV-1')).toBe(true);
+      expect(
+        requests.every((request) => request.method === 'POST' && request.path === '/api/v1/documents' && JSON.parse(request.body).externalId === 'INV-1'),
+      ).toBe(true);
       expect(requests[0].headers.get('x-api-key')).toBe('sk_tax_test');
       expect(retries.map((retry) => [retry.attempt, retry.error.constructor.name, (retry.error as GatewayProblemError).status])).toEqual([
         [1, 'GatewayNetworkError', undefined],
@@ -136,7 +150,7 @@ describe('GatewayClient', () => {
       expect(retries[0].error.message).toContain('ECONNREFUSED');
     });
 
-    it('does not retry an error that is not the network\'s doing', async () => {
+    it("does not retry an error that is not the network's doing", async () => {
       for (const bug of [new RangeError('a bug'), new TypeError("Cannot read properties of undefined (reading 'get')")]) {
         const { client, requests } = clientWith([bug]);
         await expect(client.documents.create(body)).rejects.toBe(bug);
@@ -172,7 +186,7 @@ describe('GatewayClient', () => {
       await expect(client.documents.create(body)).rejects.toEqual(expect.objectContaining({ name: 'GatewayTimeoutError', timeoutMs: 30, attempts: 2 }));
     });
 
-    it('stops at once, with the signal\'s reason, when aborted during a wait or a request', async () => {
+    it("stops at once, with the signal's reason, when aborted during a wait or a request", async () => {
       const waiting = clientWith([problem(503, 'SERVICE_UNAVAILABLE', { 'retry-after': '30' })]);
       const duringWait = new AbortController();
       setTimeout(() => duringWait.abort(new Error('shutting down')), 50);
@@ -203,7 +217,10 @@ describe('GatewayClient', () => {
       const ids: string[] = [];
       for await (const document of client.documents.list({ status: 'PENDING_PAYMENT', limit: 2 })) ids.push(document.id);
       expect(ids).toEqual(['a', 'b', 'c']);
-      expect(requests.map((request) => request.path)).toEqual(['/api/v1/documents?status=PENDING_PAYMENT&limit=2', '/api/v1/documents?status=PENDING_PAYMENT&limit=2&cursor=c1']);
+      expect(requests.map((request) => request.path)).toEqual([
+        '/api/v1/documents?status=PENDING_PAYMENT&limit=2',
+        '/api/v1/documents?status=PENDING_PAYMENT&limit=2&cursor=c1',
+      ]);
     });
   });
 
@@ -211,14 +228,24 @@ describe('GatewayClient', () => {
     it('is a POST with an idempotency key kept across retries', async () => {
       const { client, requests } = clientWith([connectionReset(), json(200, { ...created, status: 'CANCELLED' })]);
       await expect(client.documents.cancel(created.id)).resolves.toMatchObject({ status: 'CANCELLED' });
-      expect(requests.map((request) => `${request.method} ${request.path}`)).toEqual([`POST /api/v1/documents/${created.id}/cancel`, `POST /api/v1/documents/${created.id}/cancel`]);
+      expect(requests.map((request) => `${request.method} ${request.path}`)).toEqual([
+        `POST /api/v1/documents/${created.id}/cancel`,
+        `POST /api/v1/documents/${created.id}/cancel`,
+      ]);
       expect(new Set(idempotencyKeys(requests)).size).toBe(1);
       expect(idempotencyKeys(requests)[0]).toEqual(expect.any(String));
     });
   });
 
   describe('events', () => {
-    const event = (id: string): DocumentEvent => ({ id, type: 'document.created', documentId: created.id, status: 'PENDING_PAYMENT', previousStatus: null, createdAt: '2026-11-25T10:00:00.000Z' });
+    const event = (id: string): DocumentEvent => ({
+      id,
+      type: 'document.created',
+      documentId: created.id,
+      status: 'PENDING_PAYMENT',
+      previousStatus: null,
+      createdAt: '2026-11-25T10:00:00.000Z',
+    });
 
     it('list() reads every page from `after` until hasMore is false; cursor moves only past a finished page', async () => {
       const { client, requests } = clientWith([

@@ -48,7 +48,8 @@ export class Documents {
     const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
     const { data } = await this.transport.send(
       { method: 'POST', path: '/api/v1/documents/{id}/cancel' },
-      (signal) => this.transport.api.POST('/api/v1/documents/{id}/cancel', { params: { path: { id }, header: { 'X-Idempotency-Key': idempotencyKey } }, signal }),
+      (signal) =>
+        this.transport.api.POST('/api/v1/documents/{id}/cancel', { params: { path: { id }, header: { 'X-Idempotency-Key': idempotencyKey } }, signal }),
       options,
     );
     return data;

@@ -32,7 +32,7 @@ describe('retryDelay', () => {
 });
 
 describe('sleep', () => {
-  it('rejects with the signal\'s reason as soon as it aborts', async () => {
+  it("rejects with the signal's reason as soon as it aborts", async () => {
     const controller = new AbortController();
     const started = Date.now();
     setTimeout(() => controller.abort(new Error('stop')), 20);

@@ -54,7 +54,12 @@ export class Transport {
  * policy. The caller makes `attempt` send the same request every time, the same idempotency key
  * included: that is what makes retrying a POST safe.
  */
-export async function sendWithRetries<T>(route: { method: string; path: string }, attempt: Attempt<T>, settings: TransportSettings, options: CallOptions = {}): Promise<Answered<T>> {
+export async function sendWithRetries<T>(
+  route: { method: string; path: string },
+  attempt: Attempt<T>,
+  settings: TransportSettings,
+  options: CallOptions = {},
+): Promise<Answered<T>> {
   const policy = { ...settings.retry, ...options.retry };
   const timeoutMs = options.timeoutMs ?? settings.timeoutMs;
   const { signal } = options;

@@ -73,7 +73,10 @@ export class WebhookEndpoints {
     const { data } = await this.transport.send(
       { method: 'POST', path: '/api/v1/webhook-endpoints/{id}/rotate-secret' },
       (signal) =>
-        this.transport.api.POST('/api/v1/webhook-endpoints/{id}/rotate-secret', { params: { path: { id }, header: { 'X-Idempotency-Key': idempotencyKey } }, signal }),
+        this.transport.api.POST('/api/v1/webhook-endpoints/{id}/rotate-secret', {
+          params: { path: { id }, header: { 'X-Idempotency-Key': idempotencyKey } },
+          signal,
+        }),
       options,
     );
     return data;

@@ -7,7 +7,14 @@ describe('verifyWebhook', () => {
   const rawBody = JSON.stringify({
     type: 'document.created',
     timestamp: '2026-11-25T10:00:00.000Z',
-    data: { id: '42', type: 'document.created', documentId: '2b0f4c1e-0000-4000-8000-000000000001', status: 'PENDING_PAYMENT', previousStatus: null, createdAt: '2026-11-25T10:00:00.000Z' },
+    data: {
+      id: '42',
+      type: 'document.created',
+      documentId: '2b0f4c1e-0000-4000-8000-000000000001',
+      status: 'PENDING_PAYMENT',
+      previousStatus: null,
+      createdAt: '2026-11-25T10:00:00.000Z',
+    },
   });
   const signedHeaders = (at = new Date(), body = rawBody, key = secret) => ({
     'webhook-id': '42',
@@ -17,7 +24,12 @@ describe('verifyWebhook', () => {
 
   it('returns the parsed message, whether the headers come from Node or fetch and the body as text or bytes', () => {
     const headers = signedHeaders();
-    const nodeHeaders = { 'Webhook-Id': headers['webhook-id'], 'webhook-timestamp': [headers['webhook-timestamp']], 'webhook-signature': headers['webhook-signature'], host: undefined };
+    const nodeHeaders = {
+      'Webhook-Id': headers['webhook-id'],
+      'webhook-timestamp': [headers['webhook-timestamp']],
+      'webhook-signature': headers['webhook-signature'],
+      host: undefined,
+    };
     for (const [h, body] of [
       [headers, rawBody],
       [nodeHeaders, Buffer.from(rawBody)],

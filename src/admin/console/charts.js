@@ -50,7 +50,15 @@ function barChart({ container, buckets, bucketMinutes, hours, series, what }) {
   const legend = el(
     'ul',
     { class: 'legend' },
-    series.map((s) => el('li', { 'data-series': s.key }, el('span', { class: `swatch swatch-${s.key}`, 'aria-hidden': 'true' }), `${s.label} `, el('strong', {}, String(totals[s.key])))),
+    series.map((s) =>
+      el(
+        'li',
+        { 'data-series': s.key },
+        el('span', { class: `swatch swatch-${s.key}`, 'aria-hidden': 'true' }),
+        `${s.label} `,
+        el('strong', {}, String(totals[s.key])),
+      ),
+    ),
   );
   const period = hours === 1 ? 'the last hour' : `the last ${hours} hours`;
   if (buckets.length === 0) {
@@ -102,7 +110,17 @@ function barChart({ container, buckets, bucketMinutes, hours, series, what }) {
     for (const s of series) {
       const value = bucket[s.key] ?? 0;
       if (!value) continue;
-      rects.push(svg('rect', { class: `bar bar-${s.key}`, 'data-series': s.key, 'data-value': value, x, width: barWidth, y: y(base + value), height: y(base) - y(base + value) }));
+      rects.push(
+        svg('rect', {
+          class: `bar bar-${s.key}`,
+          'data-series': s.key,
+          'data-value': value,
+          x,
+          width: barWidth,
+          y: y(base + value),
+          height: y(base) - y(base + value),
+        }),
+      );
       base += value;
     }
     return svg('g', { class: 'bucket', 'data-at': bucket.at }, svg('title', {}, `${formatTime(bucket.at)}: ${describe(bucket, series)}`), rects);
@@ -143,7 +161,14 @@ export async function loadOverview() {
     showTile('tile-ambiguous', ambiguous);
     $('chart-deliveries-caption').textContent = bucketCaption(deliveries.bucketMinutes);
     $('chart-bank-caption').textContent = bucketCaption(bank.bucketMinutes);
-    barChart({ container: $('chart-deliveries'), buckets: deliveries.data, bucketMinutes: deliveries.bucketMinutes, hours, series: DELIVERY_SERIES, what: 'push attempts' });
+    barChart({
+      container: $('chart-deliveries'),
+      buckets: deliveries.data,
+      bucketMinutes: deliveries.bucketMinutes,
+      hours,
+      series: DELIVERY_SERIES,
+      what: 'push attempts',
+    });
     barChart({ container: $('chart-bank'), buckets: bank.data, bucketMinutes: bank.bucketMinutes, hours, series: BANK_SERIES, what: 'bank webhook events' });
   } catch (error) {
     handleFailure(error, (message) => showAlert($('overview-alert'), `The overview could not be loaded: ${message}`));

@@ -123,7 +123,8 @@ function renderSearchState() {
   $('search-summary-source').textContent = search.source;
   $('search-summary-keys').textContent = countText(keys, 'API key', 'API keys');
   $('search-summary-endpoints').textContent = countText(endpoints, 'client endpoint', 'client endpoints');
-  $('search-summary-deliveries').textContent = `${countText(deliveries, 'push delivery', 'push deliveries')} (${filter.selectedOptions[0].textContent.toLowerCase()})`;
+  $('search-summary-deliveries').textContent =
+    `${countText(deliveries, 'push delivery', 'push deliveries')} (${filter.selectedOptions[0].textContent.toLowerCase()})`;
 }
 
 async function applySearch(source) {
@@ -131,7 +132,10 @@ async function applySearch(source) {
   $('search-source').value = source;
   await Promise.all([keys.reload(), endpoints.reload(), deliveries.reload()]);
   renderSearchState();
-  if (source && session.me) announce(`Source ${source}: ${$('search-summary-keys').textContent}, ${$('search-summary-endpoints').textContent}, ${$('search-summary-deliveries').textContent}.`);
+  if (source && session.me)
+    announce(
+      `Source ${source}: ${$('search-summary-keys').textContent}, ${$('search-summary-endpoints').textContent}, ${$('search-summary-deliveries').textContent}.`,
+    );
 }
 
 // The API's rule for a source, checked here too so that a typo gets one message rather than three failed lists.
@@ -316,7 +320,8 @@ async function start() {
   } catch (error) {
     session.token = null;
     if (token) forgetToken();
-    if (error.status === 401 && token) return showSignIn('The gateway did not accept the admin token (401), so you were signed out. Sign in again to continue.');
+    if (error.status === 401 && token)
+      return showSignIn('The gateway did not accept the admin token (401), so you were signed out. Sign in again to continue.');
     if (error.status === 401) return showSignIn(refused ? REFUSED_SSO : undefined);
     return showSignIn(error.status === 429 ? rateLimitMessage(error) : error.message);
   }

@@ -30,7 +30,13 @@ function documentRow(document) {
       { class: 'actions' },
       el(
         'button',
-        { type: 'button', class: 'button button-small', 'data-open': document.id, 'data-testid': 'document-open', 'aria-label': `Open document ${document.externalId} of ${document.source}` },
+        {
+          type: 'button',
+          class: 'button button-small',
+          'data-open': document.id,
+          'data-testid': 'document-open',
+          'aria-label': `Open document ${document.externalId} of ${document.source}`,
+        },
         'Open',
       ),
     ),
@@ -110,7 +116,11 @@ function fieldsOf(document) {
     field('Type', document.type),
     field('Status', documentStatus(document.status)),
     field('Provider reference', document.providerReference ? el('code', {}, document.providerReference) : muted('—')),
-    field('Payment', document.payment?.status ?? muted('no bank event yet'), document.payment?.lastEventId ? el('span', { class: 'sub' }, 'event ', el('code', {}, document.payment.lastEventId)) : null),
+    field(
+      'Payment',
+      document.payment?.status ?? muted('no bank event yet'),
+      document.payment?.lastEventId ? el('span', { class: 'sub' }, 'event ', el('code', {}, document.payment.lastEventId)) : null,
+    ),
     field('Amount', `${document.totalAmount} ${document.currency}`, el('span', { class: 'sub' }, `tax ${document.taxAmount}`)),
     field('Taxpayer', document.taxpayer.name, el('span', { class: 'sub' }, `${document.taxpayer.taxId} · ${document.taxpayer.country}`)),
     field('Issued', document.issueDate),
@@ -165,9 +175,16 @@ function renderClaims(detail) {
     return;
   }
   let where;
-  if (bankEventsGoTo === document.id) where = ['Its bank events go to this document, the one they were first applied to. Other sources also claim the reference:'];
-  else if (bankEventsGoTo) where = ['Its bank events go to another source\'s document, the one they were first applied to; this document gets none of them. The documents that claim it:'];
-  else where = ['Documents of several sources claim this reference and none, or more than one, has received its bank events: each event is held as ambiguous until an admin applies it (Bank events, Apply…). The others:'];
+  if (bankEventsGoTo === document.id)
+    where = ['Its bank events go to this document, the one they were first applied to. Other sources also claim the reference:'];
+  else if (bankEventsGoTo)
+    where = [
+      "Its bank events go to another source's document, the one they were first applied to; this document gets none of them. The documents that claim it:",
+    ];
+  else
+    where = [
+      'Documents of several sources claim this reference and none, or more than one, has received its bank events: each event is held as ambiguous until an admin applies it (Bank events, Apply…). The others:',
+    ];
   box.replaceChildren(
     el('p', { 'data-testid': 'document-claims-where' }, ...where),
     el('ul', {}, ...referenceClaims.map((claim) => claimItem(claim, bankEventsGoTo))),

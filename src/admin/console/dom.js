@@ -269,9 +269,7 @@ export function forgetSources() {
 export function showSecret({ title, value, what, meta }) {
   $('secret-title').textContent = title;
   $('secret-warning').textContent = `This ${what} will not be shown again.`;
-  $('secret-meta').replaceChildren(
-    ...meta.map(([label, content, testid]) => el('div', {}, el('dt', {}, label), el('dd', { 'data-testid': testid }, content))),
-  );
+  $('secret-meta').replaceChildren(...meta.map(([label, content, testid]) => el('div', {}, el('dt', {}, label), el('dd', { 'data-testid': testid }, content))));
   $('secret-key').textContent = value;
   $('copy-key').textContent = `Copy ${what}`;
   $('copy-status').textContent = '';

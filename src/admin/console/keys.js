@@ -53,7 +53,10 @@ function keyRow(key) {
   // A rotated key (active until its grace period ends) already has its successor: it can only be revoked.
   const rotatable = key.status === 'ACTIVE' && !key.revokedAt;
   const actions = can('admin')
-    ? [rotatable ? actionButton('rotate', 'Rotate', key) : null, key.status === 'ACTIVE' ? actionButton('revoke', 'Revoke', key, 'button-danger-outline') : null]
+    ? [
+        rotatable ? actionButton('rotate', 'Rotate', key) : null,
+        key.status === 'ACTIVE' ? actionButton('revoke', 'Revoke', key, 'button-danger-outline') : null,
+      ]
     : [];
   return el(
     'tr',

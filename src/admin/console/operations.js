@@ -35,7 +35,14 @@ function lastResult(delivery) {
 export function documentLink(documentId, testid) {
   return el(
     'a',
-    { href: '#documents', class: 'doc-link', 'data-document-id': documentId, 'data-testid': testid, title: documentId, 'aria-label': `Open document ${documentId}` },
+    {
+      href: '#documents',
+      class: 'doc-link',
+      'data-document-id': documentId,
+      'data-testid': testid,
+      title: documentId,
+      'aria-label': `Open document ${documentId}`,
+    },
     el('code', {}, `${documentId.slice(0, 8)}…`),
   );
 }
@@ -147,7 +154,9 @@ export const deliveries = new PagedList({
   empty: () => {
     const filter = $('filter-delivery-status');
     // Neutral: an empty list of what needs attention is good news, not an alarm.
-    const which = { '': 'No deliveries yet', attention: 'No deliveries need attention' }[filter.value] ?? `No ${filter.selectedOptions[0].textContent.toLowerCase()} deliveries`;
+    const which =
+      { '': 'No deliveries yet', attention: 'No deliveries need attention' }[filter.value] ??
+      `No ${filter.selectedOptions[0].textContent.toLowerCase()} deliveries`;
     return search.source ? `${which} for the source ${search.source}.` : `${which}.`;
   },
 });
@@ -193,7 +202,11 @@ function endpointRow(endpoint) {
     { 'data-testid': 'push-endpoint-row', 'data-id': endpoint.id, 'data-endpoint-id': endpoint.id, 'data-enabled': String(endpoint.enabled) },
     el('td', {}, el('span', { class: 'source' }, endpoint.source)),
     el('td', { class: 'wrap' }, el('code', { class: 'url' }, endpoint.url), endpoint.description ? el('span', { class: 'sub' }, endpoint.description) : null),
-    el('td', {}, endpoint.eventTypes.map((type) => el('span', { class: 'event-type block' }, type))),
+    el(
+      'td',
+      {},
+      endpoint.eventTypes.map((type) => el('span', { class: 'event-type block' }, type)),
+    ),
     el('td', {}, endpointState(endpoint)),
     el('td', {}, timeEl(endpoint.updatedAt)),
     el('td', { class: 'actions' }, action),
@@ -220,7 +233,9 @@ endpoints.table.addEventListener('click', async (event) => {
     const endpoint = await api('PATCH', `/admin/webhook-endpoints/${encodeURIComponent(row.dataset.endpointId)}`, { enabled });
     endpoints.update(
       endpoint,
-      enabled ? `Enabled at ${now()}: its waiting pushes resume.` : `Disabled at ${now()}: its pushes wait until it is enabled again; its client cannot enable it.`,
+      enabled
+        ? `Enabled at ${now()}: its waiting pushes resume.`
+        : `Disabled at ${now()}: its pushes wait until it is enabled again; its client cannot enable it.`,
     );
   } catch (error) {
     setBusy(button, false);
@@ -237,7 +252,17 @@ const OUTCOME_CLASS = { applied: 'active', unmatched: 'expired', ambiguous: 'fai
 export function bankEventRow(event) {
   const apply =
     can('admin') && event.outcome === 'ambiguous'
-      ? el('button', { type: 'button', class: 'button button-small', 'data-apply': event.eventId, 'data-testid': 'bank-apply', 'aria-label': `Apply bank event ${event.eventId}` }, 'Apply…')
+      ? el(
+          'button',
+          {
+            type: 'button',
+            class: 'button button-small',
+            'data-apply': event.eventId,
+            'data-testid': 'bank-apply',
+            'aria-label': `Apply bank event ${event.eventId}`,
+          },
+          'Apply…',
+        )
       : null;
   return el(
     'tr',

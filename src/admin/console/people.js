@@ -93,7 +93,12 @@ function auditRow(entry) {
     'tr',
     { 'data-testid': 'audit-row', 'data-id': entry.id, 'data-action': entry.action, 'data-key-id': entry.keyId ?? '' },
     el('td', {}, timeEl(entry.createdAt)),
-    el('td', {}, el('span', { 'data-testid': 'audit-actor' }, actorName(entry.actor)), el('span', { class: 'sub' }, ACTOR_VIA[entry.actor.type] ?? entry.actor.type)),
+    el(
+      'td',
+      {},
+      el('span', { 'data-testid': 'audit-actor' }, actorName(entry.actor)),
+      el('span', { class: 'sub' }, ACTOR_VIA[entry.actor.type] ?? entry.actor.type),
+    ),
     el('td', {}, el('span', { class: 'action' }, entry.action), ...auditChanges(entry.changes)),
     el('td', {}, auditTarget(entry)),
     el('td', {}, entry.source ?? muted('—')),
@@ -155,7 +160,14 @@ function tokenRow(token) {
     el(
       'td',
       { class: 'actions' },
-      live ? smallButton('Revoke', { class: 'button-danger-outline', 'data-revoke-token': token.id, 'data-testid': 'token-revoke', 'aria-label': `Revoke token ${token.prefix}…${token.last4}` }) : null,
+      live
+        ? smallButton('Revoke', {
+            class: 'button-danger-outline',
+            'data-revoke-token': token.id,
+            'data-testid': 'token-revoke',
+            'aria-label': `Revoke token ${token.prefix}…${token.last4}`,
+          })
+        : null,
     ),
   );
 }
@@ -169,13 +181,27 @@ let panelCount = 0;
 function expiresField(n) {
   const by = session.me?.tokensExpireBy;
   const id = `token-expires-${n}`;
-  const why = session.me?.actor.type === 'session' ? ' (ADMIN_TOKEN_MAX_TTL from now: a token issued in a console session always expires).' : ', when the token you signed in with expires.';
-  const hint = el('p', { class: 'hint', id: `${id}-hint`, 'data-testid': 'token-expires-hint' }, ...(by ? ['In your local time. Required: at most ', timeEl(by), why] : ['In your local time; empty: never.']));
+  const why =
+    session.me?.actor.type === 'session'
+      ? ' (ADMIN_TOKEN_MAX_TTL from now: a token issued in a console session always expires).'
+      : ', when the token you signed in with expires.';
+  const hint = el(
+    'p',
+    { class: 'hint', id: `${id}-hint`, 'data-testid': 'token-expires-hint' },
+    ...(by ? ['In your local time. Required: at most ', timeEl(by), why] : ['In your local time; empty: never.']),
+  );
   return el(
     'div',
     { class: 'field' },
     el('label', { for: id }, 'Expires', by ? null : ' ', by ? null : el('span', { class: 'optional' }, 'optional')),
-    el('input', { id, name: 'expiresAt', type: 'datetime-local', 'aria-describedby': `${id}-hint`, 'data-testid': 'token-expires', ...(by ? { required: true } : {}) }),
+    el('input', {
+      id,
+      name: 'expiresAt',
+      type: 'datetime-local',
+      'aria-describedby': `${id}-hint`,
+      'data-testid': 'token-expires',
+      ...(by ? { required: true } : {}),
+    }),
     hint,
   );
 }
@@ -187,7 +213,13 @@ function tokenPanel(admin, title) {
   const form = el(
     'form',
     { class: 'issue-form token-form', novalidate: true, 'data-testid': 'token-form' },
-    el('div', { class: 'field' }, el('label', { for: `token-name-${n}` }, 'Name ', el('span', { class: 'optional' }, 'optional')), el('input', { id: `token-name-${n}`, name: 'name', maxlength: 200, autocomplete: 'off', 'data-testid': 'token-name' }), el('p', { class: 'hint' }, 'Where it is used, e.g. “laptop”.')),
+    el(
+      'div',
+      { class: 'field' },
+      el('label', { for: `token-name-${n}` }, 'Name ', el('span', { class: 'optional' }, 'optional')),
+      el('input', { id: `token-name-${n}`, name: 'name', maxlength: 200, autocomplete: 'off', 'data-testid': 'token-name' }),
+      el('p', { class: 'hint' }, 'Where it is used, e.g. “laptop”.'),
+    ),
     expiresField(n),
     el('div', { class: 'form-actions' }, el('button', { type: 'submit', class: 'button button-primary', 'data-testid': 'token-issue' }, 'Issue token')),
     error,
@@ -198,7 +230,16 @@ function tokenPanel(admin, title) {
     'table',
     { class: 'table', 'data-testid': 'tokens-table' },
     el('caption', { class: 'visually-hidden' }, `Personal tokens of ${admin.email}, newest first`),
-    el('thead', {}, el('tr', {}, ['Token', 'Name', 'State', 'Created', 'Expires', 'Last used'].map((h) => el('th', { scope: 'col' }, h)), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Actions')))),
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ['Token', 'Name', 'State', 'Created', 'Expires', 'Last used'].map((h) => el('th', { scope: 'col' }, h)),
+        el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Actions')),
+      ),
+    ),
     body,
   );
   const panel = el(
@@ -287,7 +328,13 @@ export function loadMyTokens() {
   const me = session.me;
   const container = $('my-tokens');
   if (!me?.actor.adminId) {
-    container.replaceChildren(el('p', { class: 'empty' }, 'The break-glass ADMIN_TOKEN belongs to no account, so it has no personal tokens. An admin creates accounts under Administrators.'));
+    container.replaceChildren(
+      el(
+        'p',
+        { class: 'empty' },
+        'The break-glass ADMIN_TOKEN belongs to no account, so it has no personal tokens. An admin creates accounts under Administrators.',
+      ),
+    );
     return;
   }
   container.replaceChildren(el('div', { class: 'card' }, tokenPanel({ id: me.actor.adminId, email: me.actor.email })));
@@ -313,19 +360,44 @@ function adminRow(admin) {
     ? null
     : admin.disabledAt
       ? smallButton('Enable', { 'data-disable': 'false', 'data-testid': 'admin-enable', 'aria-label': `Enable ${admin.email}` })
-      : smallButton('Disable', { class: 'button-danger-outline', 'data-disable': 'true', 'data-testid': 'admin-disable', 'aria-label': `Disable ${admin.email}` });
+      : smallButton('Disable', {
+          class: 'button-danger-outline',
+          'data-disable': 'true',
+          'data-testid': 'admin-disable',
+          'aria-label': `Disable ${admin.email}`,
+        });
   return el(
     'tr',
     { 'data-testid': 'admin-row', 'data-id': admin.id, 'data-email': admin.email, 'data-role': admin.role, 'data-disabled': String(Boolean(admin.disabledAt)) },
     el('td', {}, admin.email, self ? el('span', { class: 'sub' }, 'you') : null),
     el('td', {}, admin.name ?? muted('—')),
-    el('td', {}, el('div', { class: 'inline-control' }, el('label', { for: roleId, class: 'visually-hidden' }, `Role of ${admin.email}`), roleSelect, saveRole)),
-    el('td', {}, admin.disabledAt ? [badge('disabled', 'revoked', 'admin-state'), el('span', { class: 'sub' }, 'since ', timeEl(admin.disabledAt))] : badge('active', 'active', 'admin-state')),
+    el(
+      'td',
+      {},
+      el('div', { class: 'inline-control' }, el('label', { for: roleId, class: 'visually-hidden' }, `Role of ${admin.email}`), roleSelect, saveRole),
+    ),
+    el(
+      'td',
+      {},
+      admin.disabledAt
+        ? [badge('disabled', 'revoked', 'admin-state'), el('span', { class: 'sub' }, 'since ', timeEl(admin.disabledAt))]
+        : badge('active', 'active', 'admin-state'),
+    ),
     el('td', {}, admin.lastSeenAt ? timeEl(admin.lastSeenAt) : muted('Not yet')),
     el(
       'td',
       { class: 'actions' },
-      el('div', { class: 'action-group' }, toggle, smallButton('Tokens', { 'data-tokens': admin.id, 'aria-expanded': String(Boolean(document.querySelector(`tr[data-tokens-for="${CSS.escape(admin.id)}"]`))), 'data-testid': 'admin-tokens', 'aria-label': `Tokens of ${admin.email}` })),
+      el(
+        'div',
+        { class: 'action-group' },
+        toggle,
+        smallButton('Tokens', {
+          'data-tokens': admin.id,
+          'aria-expanded': String(Boolean(document.querySelector(`tr[data-tokens-for="${CSS.escape(admin.id)}"]`))),
+          'data-testid': 'admin-tokens',
+          'aria-label': `Tokens of ${admin.email}`,
+        }),
+      ),
     ),
   );
 }
@@ -388,7 +460,9 @@ function toggleTokens(row, admin, button) {
     return;
   }
   const anchor = next?.classList.contains('note-row') ? next : row;
-  anchor.after(el('tr', { class: 'tokens-row', 'data-tokens-for': admin.id }, el('td', { colspan: 6 }, tokenPanel(admin, `Personal tokens of ${admin.email}`))));
+  anchor.after(
+    el('tr', { class: 'tokens-row', 'data-tokens-for': admin.id }, el('td', { colspan: 6 }, tokenPanel(admin, `Personal tokens of ${admin.email}`))),
+  );
   button.setAttribute('aria-expanded', 'true');
 }
 

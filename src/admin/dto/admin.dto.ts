@@ -50,7 +50,7 @@ export class UpdateAdminDto {
   @Length(1, 200)
   name?: string | null;
 
-  @ApiPropertyOptional({ description: "true: every token and console session of the admin stops on the next request; false: the account works again" })
+  @ApiPropertyOptional({ description: 'true: every token and console session of the admin stops on the next request; false: the account works again' })
   @OptionalField()
   @IsBoolean({ message: 'must be true or false' })
   disabled?: boolean;
@@ -111,7 +111,10 @@ export class AdminTokenListDto {
 }
 
 export class ActorDto {
-  @ApiProperty({ enum: ACTOR_TYPES, description: 'bootstrap: ADMIN_TOKEN; token: a personal token; session: the console signed in by SSO; cli: the operator CLI' })
+  @ApiProperty({
+    enum: ACTOR_TYPES,
+    description: 'bootstrap: ADMIN_TOKEN; token: a personal token; session: the console signed in by SSO; cli: the operator CLI',
+  })
   type: string;
   @ApiProperty({ nullable: true, type: String, format: 'uuid' }) adminId: string | null;
   @ApiProperty({ nullable: true, type: String, example: 'ada@example.com' }) email: string | null;
@@ -124,7 +127,8 @@ export class MeDto {
   csrfToken?: string;
   @ApiPropertyOptional({
     format: 'date-time',
-    description: "The latest `expiresAt` of a personal token this caller may issue, which it must then give: ADMIN_TOKEN_MAX_TTL from now in a console session, or the expiry of the token making the request. Absent: no limit",
+    description:
+      'The latest `expiresAt` of a personal token this caller may issue, which it must then give: ADMIN_TOKEN_MAX_TTL from now in a console session, or the expiry of the token making the request. Absent: no limit',
   })
   tokensExpireBy?: string;
 }
@@ -148,7 +152,12 @@ export class AuditEntryDto {
   @ApiProperty({ example: '42' }) id: string;
   @ApiProperty({ enum: AUDIT_ACTIONS }) action: string;
   @ApiProperty({ type: ActorDto }) actor: ActorDto;
-  @ApiProperty({ nullable: true, type: String, example: 'api_key', description: 'What was changed: api_key, admin, admin_token, webhook_endpoint, outbound_delivery, webhook_event' })
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    example: 'api_key',
+    description: 'What was changed: api_key, admin, admin_token, webhook_endpoint, outbound_delivery, webhook_event',
+  })
   targetType: string | null;
   @ApiProperty({ nullable: true, type: String }) targetId: string | null;
   @ApiProperty({ nullable: true, type: String, format: 'uuid', description: 'The API key an api_key.* entry concerns (as targetId)' }) keyId: string | null;

@@ -38,7 +38,12 @@ export class AdminDocumentsQueryDto extends PageQueryDto {
   @Matches(SOURCE_PATTERN, { message: 'must be a valid source' })
   source?: string;
 
-  @ApiPropertyOptional({ example: 'PAY-2026-0001', minLength: 1, maxLength: 255, description: 'Documents with this providerReference, of every source unless `source` is given' })
+  @ApiPropertyOptional({
+    example: 'PAY-2026-0001',
+    minLength: 1,
+    maxLength: 255,
+    description: 'Documents with this providerReference, of every source unless `source` is given',
+  })
   @IsOptional()
   @IsString()
   @Length(1, 255)
@@ -113,7 +118,8 @@ export class StatsQueryDto {
 export class DeliveryBucketDto {
   @ApiProperty({ format: 'date-time', description: "The bucket's start" }) at: string;
   @ApiProperty({ example: 12, description: 'Attempts answered with a 2xx' }) succeeded: number;
-  @ApiProperty({ example: 2, description: 'Attempts that failed (an error or another status) and were followed by another attempt, made or due' }) retried: number;
+  @ApiProperty({ example: 2, description: 'Attempts that failed (an error or another status) and were followed by another attempt, made or due' })
+  retried: number;
   @ApiProperty({ example: 1, description: "Attempts that failed and were their delivery's last: it failed, no attempts left" }) failed: number;
 }
 

@@ -26,9 +26,7 @@ export class WebhookDuplicatesHashOnly1795327111507 implements MigrationInterfac
               ELSE "raw_body" IS NOT NULL AND "event_type" IS NOT NULL AND "status" IS NOT NULL AND "provider_reference" IS NOT NULL END)`,
     );
     await queryRunner.query(`DROP INDEX "public"."idx_webhook_events_provider_reference"`);
-    await queryRunner.query(
-      `CREATE INDEX "idx_webhook_events_unmatched" ON "webhook_events" ("provider_reference", "id") WHERE outcome = 'unmatched'`,
-    );
+    await queryRunner.query(`CREATE INDEX "idx_webhook_events_unmatched" ON "webhook_events" ("provider_reference", "id") WHERE outcome = 'unmatched'`);
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {

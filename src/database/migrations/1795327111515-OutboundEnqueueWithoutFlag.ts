@@ -31,8 +31,10 @@ export class OutboundEnqueueWithoutFlag1795327111515 implements MigrationInterfa
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(ENQUEUE(`IF FOUND THEN
+    await queryRunner.query(
+      ENQUEUE(`IF FOUND THEN
           PERFORM set_config('outbound.enqueued', 'on', true);
-        END IF;`));
+        END IF;`),
+    );
   }
 }

@@ -44,16 +44,22 @@ export class AdminAccounts1795327111516 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX "idx_admin_audit_log_actor" ON "admin_audit_log" ("actor_admin_id", "id")`);
     await queryRunner.query(`CREATE INDEX "idx_admin_audit_log_action" ON "admin_audit_log" ("action", "id")`);
     await queryRunner.query(`ALTER TABLE "webhook_endpoints" DROP CONSTRAINT "ck_webhook_endpoints_disabled_reason"`);
-    await queryRunner.query(`ALTER TABLE "webhook_endpoints" ADD CONSTRAINT "ck_webhook_endpoints_disabled_reason" CHECK (disabled_reason IN ('gone', 'failing', 'client', 'admin'))`);
+    await queryRunner.query(
+      `ALTER TABLE "webhook_endpoints" ADD CONSTRAINT "ck_webhook_endpoints_disabled_reason" CHECK (disabled_reason IN ('gone', 'failing', 'client', 'admin'))`,
+    );
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`UPDATE "webhook_endpoints" SET "disabled_reason" = 'client' WHERE "disabled_reason" = 'admin'`);
     await queryRunner.query(`ALTER TABLE "webhook_endpoints" DROP CONSTRAINT "ck_webhook_endpoints_disabled_reason"`);
-    await queryRunner.query(`ALTER TABLE "webhook_endpoints" ADD CONSTRAINT "ck_webhook_endpoints_disabled_reason" CHECK (disabled_reason IN ('gone', 'failing', 'client'))`);
+    await queryRunner.query(
+      `ALTER TABLE "webhook_endpoints" ADD CONSTRAINT "ck_webhook_endpoints_disabled_reason" CHECK (disabled_reason IN ('gone', 'failing', 'client'))`,
+    );
     await queryRunner.query(`DROP INDEX "public"."idx_admin_audit_log_action"`);
     await queryRunner.query(`DROP INDEX "public"."idx_admin_audit_log_actor"`);
-    await queryRunner.query(`ALTER TABLE "admin_audit_log" DROP COLUMN "target_id", DROP COLUMN "target_type", DROP COLUMN "actor_email", DROP COLUMN "actor_admin_id", DROP COLUMN "actor_type"`);
+    await queryRunner.query(
+      `ALTER TABLE "admin_audit_log" DROP COLUMN "target_id", DROP COLUMN "target_type", DROP COLUMN "actor_email", DROP COLUMN "actor_admin_id", DROP COLUMN "actor_type"`,
+    );
     await queryRunner.query(`DROP TABLE "admin_oidc_logins"`);
     await queryRunner.query(`DROP TABLE "admin_sessions"`);
     await queryRunner.query(`DROP TABLE "admin_tokens"`);

@@ -45,7 +45,10 @@ const valid = fc.record(
     // Reserved keys never get this far: the JSON parser refuses them (findUnstorable).
     // Keys naming Object methods: class-transformer would skip them but for the DTO's @Transform.
     metadata: fc.dictionary(
-      fc.oneof(fc.string({ minLength: 1, maxLength: 40 }).filter((key) => !RESERVED_KEYS.has(key)), fc.constantFrom('toString', 'valueOf', 'hasOwnProperty', '__defineGetter__')),
+      fc.oneof(
+        fc.string({ minLength: 1, maxLength: 40 }).filter((key) => !RESERVED_KEYS.has(key)),
+        fc.constantFrom('toString', 'valueOf', 'hasOwnProperty', '__defineGetter__'),
+      ),
       fc.string({ maxLength: 500 }),
       { maxKeys: 20 },
     ),
@@ -74,7 +77,10 @@ const mutation = fc.oneof(
       fc.constantFrom([], null, 'x', { a: null }, { a: { b: 'c' } }),
     ),
   }),
-  fc.record({ key: fc.constantFrom('source', 'externalId', 'type', 'taxpayer', 'issueDate', 'currency', 'totalAmount', 'taxAmount', 'unknown', 'constructor'), value: fc.anything() }),
+  fc.record({
+    key: fc.constantFrom('source', 'externalId', 'type', 'taxpayer', 'issueDate', 'currency', 'totalAmount', 'taxAmount', 'unknown', 'constructor'),
+    value: fc.anything(),
+  }),
 );
 const omission = fc.constantFrom('source', 'externalId', 'type', 'taxpayer', 'issueDate', 'currency', 'totalAmount', 'taxAmount');
 /** As a body arrives: through JSON (no undefined, no functions; __proto__ an own key as JSON.parse makes it). */

@@ -1,16 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
-import {
-  IsDefined,
-  IsIn,
-  IsObject,
-  IsString,
-  Length,
-  Matches,
-  registerDecorator,
-  ValidateNested,
-  ValidationArguments,
-} from 'class-validator';
+import { IsDefined, IsIn, IsObject, IsString, Length, Matches, registerDecorator, ValidateNested, ValidationArguments } from 'class-validator';
 import { DOCUMENT_TYPES } from '../document.entity.js';
 import type { DocumentType } from '../document.entity.js';
 import { SOURCE_PATTERN } from '../../common/source.js';
@@ -52,10 +42,17 @@ const { entries: MAX_ENTRIES, keyLength: MAX_KEY, valueLength: MAX_VALUE } = MET
 function isMetadata(v: unknown): boolean {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const entries = Object.entries(v);
-  return entries.length <= MAX_ENTRIES && entries.every(([key, value]) => key.length >= 1 && key.length <= MAX_KEY && typeof value === 'string' && value.length <= MAX_VALUE);
+  return (
+    entries.length <= MAX_ENTRIES &&
+    entries.every(([key, value]) => key.length >= 1 && key.length <= MAX_KEY && typeof value === 'string' && value.length <= MAX_VALUE)
+  );
 }
 const IsMetadata = () =>
-  rule('isMetadata', `must have at most ${MAX_ENTRIES} keys of at most ${MAX_KEY} characters, each with a string value of at most ${MAX_VALUE} characters`, isMetadata);
+  rule(
+    'isMetadata',
+    `must have at most ${MAX_ENTRIES} keys of at most ${MAX_KEY} characters, each with a string value of at most ${MAX_VALUE} characters`,
+    isMetadata,
+  );
 
 /**
  * An amount as PostgreSQL's numeric prints it back (the scale kept, leading zeros dropped), so that the
@@ -106,7 +103,13 @@ export class CreateDocumentDto {
   @IsString()
   source: string;
 
-  @ApiProperty({ example: 'INV-2026-0001', minLength: 1, maxLength: MAX_LENGTH.externalId, pattern: TEXT_PATTERN, description: 'Your own id; unique per source' })
+  @ApiProperty({
+    example: 'INV-2026-0001',
+    minLength: 1,
+    maxLength: MAX_LENGTH.externalId,
+    pattern: TEXT_PATTERN,
+    description: 'Your own id; unique per source',
+  })
   @IsString()
   @Length(1, MAX_LENGTH.externalId)
   externalId: string;

@@ -3,7 +3,11 @@ import { DOCUMENT_STATUSES } from '../lifecycle.js';
 
 /** An event of the feed, as GET /api/v1/events lists it and push deliveries send it. */
 export class DocumentEventDto {
-  @ApiProperty({ example: '42', description: 'Unique per event. The feed is in commit-safe order, which can differ from id order for events written at the same time' }) id: string;
+  @ApiProperty({
+    example: '42',
+    description: 'Unique per event. The feed is in commit-safe order, which can differ from id order for events written at the same time',
+  })
+  id: string;
   @ApiProperty({ enum: ['document.created', 'document.status_changed'] }) type: string;
   @ApiProperty({ format: 'uuid' }) documentId: string;
   @ApiProperty({ enum: DOCUMENT_STATUSES }) status: string;

@@ -1,6 +1,18 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, MaxLength, registerDecorator, ValidateIf } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayNotEmpty,
+  ArrayUnique,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsString,
+  Length,
+  MaxLength,
+  registerDecorator,
+  ValidateIf,
+} from 'class-validator';
 import { OptionalField } from '../../common/validation.js';
 import { endpointUrlProblem, MAX_URL_LENGTH } from '../endpoint-url.js';
 import { OUTBOUND_EVENT_TYPES } from '../webhook-endpoint.entity.js';
@@ -73,7 +85,8 @@ export class UpdateWebhookEndpointDto {
   eventTypes?: OutboundEventType[];
 
   @ApiPropertyOptional({
-    description: 'false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason but "admin" (a 409: only the operator lifts it)',
+    description:
+      'false stops deliveries (disabledReason "client"); true resumes them and clears any disabledReason but "admin" (a 409: only the operator lifts it)',
   })
   @OptionalField()
   @IsBoolean()
