@@ -12,6 +12,9 @@ export type NewDocumentEvent = Omit<DocumentEventEntity, 'id' | 'xid' | 'documen
 /** What a create takes from the request: every column but those `created` makes. */
 export type DocumentFields = Omit<DocumentRecord, 'id' | 'status' | 'paymentStatus' | 'paymentLastEventId' | 'paymentUpdatedAt' | 'createdAt' | 'updatedAt'>;
 
+/** What a status change reads and writes of a document: a bank event's change needs no more of it. */
+export type DocumentState = Pick<DocumentRecord, 'id' | 'source' | 'status' | 'paymentStatus' | 'paymentLastEventId' | 'paymentUpdatedAt' | 'updatedAt'>;
+
 /** A status change: the status after (the same when only the payment is recorded), and the bank's payment when one is applied. */
 export interface StatusChange {
   status: DocumentStatus;
@@ -40,8 +43,8 @@ export function created(fields: DocumentFields, at: Date): { document: DocumentR
  * place where a status changes, so a status never moves without its event. A payment applied is recorded
  * whatever the status does, and marks the document established for its reference (reference-claims.ts).
  */
-export function changed(document: DocumentRecord, change: StatusChange, at: Date): { document: DocumentRecord; event: NewDocumentEvent | null } {
-  const next: DocumentRecord = {
+export function changed<T extends DocumentState>(document: T, change: StatusChange, at: Date): { document: T; event: NewDocumentEvent | null } {
+  const next: T = {
     ...document,
     status: change.status,
     ...(change.payment ? { paymentStatus: change.payment.status, paymentLastEventId: change.payment.eventId, paymentUpdatedAt: at } : {}),
@@ -52,7 +55,7 @@ export function changed(document: DocumentRecord, change: StatusChange, at: Date
 }
 
 function eventOf(
-  document: DocumentRecord,
+  document: DocumentState,
   type: NewDocumentEvent['type'],
   previousStatus: DocumentStatus | null,
   traceParent: string | null,

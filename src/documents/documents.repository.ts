@@ -4,7 +4,7 @@ import { Repository, SelectQueryBuilder } from 'typeorm';
 import { columnsOf, placeholders, selectColumns } from '../database/entity-sql.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
 import { BoundLock, Lock, Transaction } from '../database/transaction.js';
-import type { DocumentRecord } from './document-changes.js';
+import type { DocumentRecord, DocumentState } from './document-changes.js';
 import { DocumentEntity } from './document.entity.js';
 import type { DocumentStatus } from './lifecycle.js';
 
@@ -118,7 +118,7 @@ export class DocumentsRepository {
   }
 
   /** A changed document's status and payment, written at `tx`'s commit (the caller holds its row lock). */
-  change(tx: Transaction, document: DocumentRecord): void {
+  change(tx: Transaction, document: DocumentState): void {
     tx.write(this.changeStatement.with(document.id, ...CHANGED.map((property) => document[property])));
   }
 

@@ -6,6 +6,7 @@ import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
 import { Transaction } from '../database/transaction.js';
 import { BankEventEntity, BankEventOutcome, PAYMENT_STATUS_EVENT, ReceivedBankEvent } from './bank-event.entity.js';
+import type { DocumentState } from './document-changes.js';
 import { DocumentEntity } from './document.entity.js';
 import { PROVIDER_REFERENCE } from './documents.repository.js';
 
@@ -39,8 +40,22 @@ const WRITTEN = [
  */
 export interface ReceiveFindings {
   seen: boolean;
-  claims: DocumentEntity[];
+  claims: ClaimingDocument[];
 }
+
+/** A document that claims a delivery's reference, as deciding and applying the delivery needs it. */
+export type ClaimingDocument = DocumentState & Pick<DocumentEntity, 'traceParent'>;
+
+const CLAIMING = [
+  'id',
+  'source',
+  'status',
+  'paymentStatus',
+  'paymentLastEventId',
+  'paymentUpdatedAt',
+  'updatedAt',
+  'traceParent',
+] as const satisfies readonly (keyof ClaimingDocument)[];
 
 /** An event applied or ignored once its document exists: how it is marked. */
 export interface Settlement {
@@ -69,7 +84,7 @@ const PURGE = `WITH head AS (
 @Injectable()
 export class PaymentsRepository {
   /** $1 eventId, $2 providerReference, $3 whether the event is a PAYMENT_STATUS one (only those go to documents). */
-  private readonly receiveFindings: PreparedStatement<DocumentEntity & { seen: boolean }>;
+  private readonly receiveFindings: PreparedStatement<ClaimingDocument & { seen: boolean }>;
   private readonly insertStatement: PreparedStatement;
   /** $1 ids, $2 their outcomes, $3 the document, $4 when. */
   private readonly settleStatement = new PreparedStatement(
@@ -87,7 +102,7 @@ export class PaymentsRepository {
       'bank-event-receive-findings',
       `SELECT d.*, s.seen
          FROM (SELECT EXISTS (SELECT 1 FROM webhook_events WHERE event_id = $1 AND outcome <> 'duplicate') AS seen) s
-         LEFT JOIN LATERAL (SELECT ${selectColumns(documents.metadata)} FROM documents WHERE provider_reference = $2 AND $3::boolean FOR UPDATE) d ON true`,
+         LEFT JOIN LATERAL (SELECT ${selectColumns(documents.metadata, { only: CLAIMING })} FROM documents WHERE provider_reference = $2 AND $3::boolean FOR UPDATE) d ON true`,
     );
     this.insertStatement = new PreparedStatement(
       'bank-event-insert',

@@ -10,7 +10,7 @@ import { Transaction, Transactions } from '../database/transaction.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { annotateRequest, ATTR_BANK_EVENT_OUTCOME, linkRequestTo, requestTraceParent } from '../telemetry/trace-context.js';
 import { BankEventOutcome, PAYMENT_STATUS_EVENT } from './bank-event.entity.js';
-import { changed, DocumentRecord, NewDocumentEvent } from './document-changes.js';
+import { changed, DocumentRecord, DocumentState, NewDocumentEvent } from './document-changes.js';
 import { DocumentEventsRepository } from './document-events.repository.js';
 import { DocumentsRepository, PROVIDER_REFERENCE, WaitingEvent } from './documents.repository.js';
 import { FeedSignal } from './feed-signal.js';
@@ -169,7 +169,7 @@ export class PaymentsService {
   }
 
   /** One event applied to a locked document, written at `tx`'s commit: its change and feed event. */
-  private apply(tx: Transaction, document: DocumentRecord, event: Pick<WaitingEvent, 'eventId' | 'status'>, traceParent: string | null, at: Date) {
+  private apply<T extends DocumentState>(tx: Transaction, document: T, event: Pick<WaitingEvent, 'eventId' | 'status'>, traceParent: string | null, at: Date) {
     const step = PaymentsService.assess(document, event, traceParent, at);
     if (step.outcome === 'applied') {
       this.documents.change(tx, step.document);
@@ -182,7 +182,7 @@ export class PaymentsService {
    * What a bank event does to a document, through the lifecycle: a status it refuses leaves the document
    * as it is (the event is ignored); otherwise its payment is recorded, with the status it moves to.
    */
-  private static assess(document: DocumentRecord, event: Pick<WaitingEvent, 'eventId' | 'status'>, traceParent: string | null, at: Date) {
+  private static assess<T extends DocumentState>(document: T, event: Pick<WaitingEvent, 'eventId' | 'status'>, traceParent: string | null, at: Date) {
     const assessed = transition(document.status, { kind: 'provider', status: event.status });
     if (assessed.result === 'refused') return { outcome: 'ignored' as const, document, event: null };
     const status = assessed.result === 'changed' ? assessed.to : document.status;

@@ -2,7 +2,7 @@ import { createParamDecorator, ExecutionContext, Injectable, Logger, OnModuleIni
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error.js';
 import { mediaTypeRefusal } from '../common/http-hooks.js';
-import { unstorableText } from '../common/json-body-parser.js';
+import { findDuplicateKey, unstorableText } from '../common/json-body-parser.js';
 import { FieldError } from '../common/error-codes.js';
 import { AppConfig } from '../config/app-config.js';
 import { SignatureVerdict, SignedRequest, verifyWebhookSignature } from './webhook-signature.js';
@@ -65,6 +65,8 @@ function parsePayload(rawBody: Buffer): PaymentStatusPayload {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw AppError.validation([{ field: 'body', message: 'must be a JSON object' }], 'The webhook body is malformed');
   }
+  const duplicate = findDuplicateKey(text);
+  if (duplicate) throw AppError.validation([duplicate], 'The webhook body is malformed');
   const errors: FieldError[] = [];
   for (const field of PAYLOAD_FIELDS) {
     const v = (value as Record<string, unknown>)[field];

@@ -205,6 +205,8 @@ describe('bank webhook POST /api/webhooks/payments/bank', () => {
       ['a NUL character in eventId', { eventId: 'e\u00001', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'P' }, 'eventId'],
       // As text, "e\ud800" and "e\ud801" would both be stored as "e\ufffd": one event, the other a duplicate never applied.
       ['an unpaired surrogate in eventId', { eventId: 'e\ud800', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'P' }, 'eventId'],
+      // The bank signed one text; read as JSON.parse reads it, the last eventId would win where a log reader sees the first.
+      ['eventId given twice', '{"eventId":"e1","eventType":"PAYMENT_STATUS","status":"PAID","providerReference":"P","eventId":"e2"}', 'eventId'],
     ])('refuses %s', async (_name, body, field) => {
       const before = await deliveries();
       const res = await send(body);
