@@ -784,7 +784,7 @@ export interface components {
              * @example VALIDATION_ERROR
              * @enum {string}
              */
-            code: "UNAUTHORIZED" | "FORBIDDEN" | "WEBHOOK_SIGNATURE_INVALID" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_IN_USE" | "DUPLICATE_DOCUMENT" | "DUPLICATE_ADMIN" | "INVALID_STATE_TRANSITION" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "MALFORMED_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
+            code: "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "WEBHOOK_SIGNATURE_INVALID" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_IN_USE" | "DUPLICATE_DOCUMENT" | "DUPLICATE_ADMIN" | "INVALID_STATE_TRANSITION" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "MALFORMED_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
             /**
              * @description What went wrong, for people
              * @example The request is not valid
@@ -1575,7 +1575,7 @@ export interface components {
     headers: {
         /** @description The request's id: the caller's own X-Request-Id when it matches `` ^[A-Za-z0-9._:-]{1,128}$ ``, otherwise a generated UUID. Also in error bodies and log lines. */
         "X-Request-Id": string;
-        /** @description `true` when this is the stored answer of an earlier request with the same idempotency key and body; absent otherwise. */
+        /** @description `true` when this is the stored answer of an earlier request with the same idempotency key and body (a success, or one of 404 `NOT_FOUND`, 409 `DUPLICATE_DOCUMENT`, 409 `INVALID_STATE_TRANSITION`); absent otherwise. */
         "Idempotent-Replayed": "true";
     };
     pathItems: never;
@@ -5547,7 +5547,6 @@ export interface operations {
                     /** @description IDEMPOTENCY_KEY_IN_USE: retry after 1 second */
                     "Retry-After": number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
