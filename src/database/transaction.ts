@@ -150,11 +150,6 @@ export class Transaction {
     this.openingDue = opening !== undefined;
   }
 
-  /** Whether the transaction was begun (its first read, or its manager, was sent). */
-  get begun(): boolean {
-    return this.state !== 'new';
-  }
-
   /**
    * Runs the locks, then the reads, in this transaction; the first read sends BEGIN with them (one round
    * trip), and the opening: its locks first, the step's taken only if the opening's were granted, then its
