@@ -146,6 +146,8 @@ export class Transaction {
   constructor(
     private readonly dataSource: DataSource,
     private readonly opening?: Opening,
+    /** 2 when the work runs again because its first transaction met a unique violation at commit. */
+    readonly attempt = 1,
   ) {
     this.openingDue = opening !== undefined;
   }
@@ -328,9 +330,9 @@ export class Transaction {
 export class Transactions {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  /** A transaction not begun yet; its first read sends `opening` with it. */
-  begin(opening?: Opening): Transaction {
-    return new Transaction(this.dataSource, opening);
+  /** A transaction not begun yet; its first read sends `opening` with it. `attempt` 2 runs work again after a unique violation. */
+  begin(opening?: Opening, attempt = 1): Transaction {
+    return new Transaction(this.dataSource, opening, attempt);
   }
 
   /**
@@ -340,7 +342,7 @@ export class Transactions {
    */
   async run<T>(work: (tx: Transaction) => Promise<T>, { retryOnConflict = false }: { retryOnConflict?: boolean } = {}): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const tx = this.begin();
+      const tx = this.begin(undefined, attempt);
       try {
         const result = await work(tx);
         await tx.commit();

@@ -9,7 +9,7 @@ export type DocumentType = (typeof DOCUMENT_TYPES)[number];
 @Check('ck_documents_type', `type IN ('INVOICE', 'CREDIT_NOTE', 'RECEIPT', 'TAX_RETURN')`)
 @Check('ck_documents_amounts', `tax_amount >= 0 AND tax_amount <= total_amount`)
 @Unique('uq_documents_source_external_id', ['source', 'externalId'])
-@Unique('uq_documents_source_provider_reference', ['source', 'providerReference'])
+@Unique('uq_documents_provider_reference_source', ['providerReference', 'source'])
 @Index('idx_documents_source_seq', ['source', 'seq'])
 export class DocumentEntity {
   @PrimaryGeneratedColumn('uuid')
@@ -54,7 +54,6 @@ export class DocumentEntity {
    * Unique within a source only: another source may use the same reference (which document its bank events
    * go to: reference-claims.ts).
    */
-  @Index('idx_documents_provider_reference')
   @Column({ name: 'provider_reference', type: 'varchar', length: 128, nullable: true })
   providerReference: string | null;
 

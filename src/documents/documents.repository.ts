@@ -25,15 +25,22 @@ export interface WaitingEvent {
 }
 
 /**
- * What a create needs to decide, read behind its providerReference's lock: whether the source already
- * has the externalId or the reference, the first document of any source established for the reference
- * (reference-claims.ts), and the bank events that waited for it (the documents module's table
- * webhook_events), oldest first.
+ * What a create needs to decide, read behind its providerReference's lock: the first document of any
+ * source established for the reference (reference-claims.ts), the bank events that waited for it (the
+ * documents module's table webhook_events), oldest first, and, when asked (`taken`), whether the source
+ * already has the externalId or the reference: `null` when not asked.
  */
 export interface CreateFindings {
-  externalIdTaken: boolean;
-  referenceTaken: boolean;
+  taken: { externalId: boolean; reference: boolean } | null;
   heldBy: ReferenceHolder | null;
+  waiting: WaitingEvent[];
+}
+
+interface CreateFindingsRow {
+  externalIdTaken?: boolean;
+  referenceTaken?: boolean;
+  heldById: string | null;
+  heldBySource: string | null;
   waiting: WaitingEvent[];
 }
 
@@ -55,22 +62,25 @@ export const PROVIDER_REFERENCE_LOCK_NAMESPACE = 7_340_217;
 export const PROVIDER_REFERENCE = new Lock('document-provider-reference', `pg_advisory_xact_lock(${PROVIDER_REFERENCE_LOCK_NAMESPACE}, hashtext($1::varchar))`);
 
 /** $1 source, $2 externalId, $3 providerReference (null: none). */
-const CREATE_FINDINGS = `SELECT
+/** With `taken`, its parameters are the source, the externalId and the reference; without, the reference alone. */
+const createFindings = (taken: boolean) => {
+  const reference = taken ? '$3' : '$1';
+  const probes = `
      EXISTS (SELECT 1 FROM documents WHERE source = $1 AND external_id = $2) AS "externalIdTaken",
-     ($3::varchar IS NOT NULL AND EXISTS (SELECT 1 FROM documents WHERE source = $1 AND provider_reference = $3)) AS "referenceTaken",
+     ($3::varchar IS NOT NULL AND EXISTS (SELECT 1 FROM documents WHERE source = $1 AND provider_reference = $3)) AS "referenceTaken",`;
+  return `SELECT${taken ? probes : ''}
      held.id AS "heldById", held.source AS "heldBySource",
      (SELECT COALESCE(json_agg(json_build_object('id', w.id::text, 'eventId', w.event_id, 'status', w.status) ORDER BY w.id), '[]'::json)
-        FROM webhook_events w WHERE w.provider_reference = $3 AND w.outcome = 'unmatched') AS waiting
+        FROM webhook_events w WHERE w.provider_reference = ${reference}::varchar AND w.outcome = 'unmatched') AS waiting
    FROM (SELECT 1) one LEFT JOIN LATERAL (
-     SELECT e.id, e.source FROM documents e WHERE e.provider_reference = $3 AND e.payment_last_event_id IS NOT NULL ORDER BY e.seq LIMIT 1) held ON true`;
+     SELECT e.id, e.source FROM documents e WHERE e.provider_reference = ${reference}::varchar AND e.payment_last_event_id IS NOT NULL ORDER BY e.seq LIMIT 1) held ON true`;
+};
 
 /** Every query of the documents table. */
 @Injectable()
 export class DocumentsRepository {
-  private readonly createFindings = new PreparedStatement<Omit<CreateFindings, 'heldBy'> & { heldById: string | null; heldBySource: string | null }>(
-    'document-create-findings',
-    CREATE_FINDINGS,
-  );
+  private readonly createFindings = new PreparedStatement<CreateFindingsRow>('document-create-findings', createFindings(false));
+  private readonly createFindingsTaken = new PreparedStatement<CreateFindingsRow>('document-create-findings-taken', createFindings(true));
   private readonly written: Extract<keyof DocumentRecord, string>[];
   private readonly insertStatement: PreparedStatement;
   private readonly changeStatement: PreparedStatement;
@@ -101,15 +111,22 @@ export class DocumentsRepository {
     this.lockedStatement = new PreparedStatement('document-find-locked', `SELECT ${columns} FROM documents WHERE id = $1 FOR UPDATE`);
   }
 
-  /** What a create must know before it decides (CreateFindings), in `tx`, behind the providerReference's lock. */
-  async findingsForCreate(tx: Transaction, document: Pick<DocumentRecord, 'source' | 'externalId' | 'providerReference'>): Promise<CreateFindings> {
+  /** What a create must know before it decides (CreateFindings), in `tx`, behind the providerReference's lock; with `taken`, whether the externalId or the reference is. */
+  async findingsForCreate(
+    tx: Transaction,
+    document: Pick<DocumentRecord, 'source' | 'externalId' | 'providerReference'>,
+    { taken }: { taken: boolean },
+  ): Promise<CreateFindings> {
     const { source, externalId, providerReference } = document;
     const [[row]] = await tx.read({
       locks: providerReference ? [PROVIDER_REFERENCE.with(providerReference)] : [],
-      reads: [this.createFindings.with(source, externalId, providerReference)],
+      reads: [taken ? this.createFindingsTaken.with(source, externalId, providerReference) : this.createFindings.with(providerReference)],
     });
-    const { heldById, heldBySource, ...findings } = row;
-    return { ...findings, heldBy: heldById && heldBySource ? { id: heldById, source: heldBySource } : null };
+    return {
+      taken: taken ? { externalId: row.externalIdTaken === true, reference: row.referenceTaken === true } : null,
+      heldBy: row.heldById && row.heldBySource ? { id: row.heldById, source: row.heldBySource } : null,
+      waiting: row.waiting,
+    };
   }
 
   /** A new document, written at `tx`'s commit. */

@@ -86,11 +86,13 @@ export class DocumentsService {
   async create(tx: Transaction, key: AuthenticatedKey, dto: CreateDocumentDto): Promise<DocumentResponseDto> {
     if (dto.source !== key.source) throw new AppError('UNAUTHORIZED', 'This API key is not valid for the source named in the request');
     const fields = DocumentsService.fieldsOf(dto);
-    const findings = await this.documents.findingsForCreate(tx, fields);
-    if (findings.externalIdTaken || findings.referenceTaken) {
+    // A create assumes its externalId and reference are free: the unique constraints refuse its insert at
+    // commit when they are not, and the request runs again (attempt 2), asking this time.
+    const findings = await this.documents.findingsForCreate(tx, fields, { taken: tx.attempt > 1 });
+    if (findings.taken?.externalId || findings.taken?.reference) {
       throw new AppError(
         'DUPLICATE_DOCUMENT',
-        findings.externalIdTaken
+        findings.taken.externalId
           ? `A document with externalId "${dto.externalId}" already exists for this source`
           : 'A document with this providerReference already exists for this source',
       );

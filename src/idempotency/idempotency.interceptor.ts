@@ -51,7 +51,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       for (let attempt = 1; ; attempt++) {
         const looked = await this.idempotency.look(call);
         if (looked.kind === 'replay') return replayed(reply, looked.answer);
-        const tx = this.idempotency.open(call, looked);
+        const tx = this.idempotency.open(call, looked, attempt);
         request.idempotencyTransaction = tx;
         try {
           const answer = await this.perform(tx, call, looked, reply, next);

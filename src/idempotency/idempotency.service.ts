@@ -105,22 +105,25 @@ export class IdempotencyService {
    * found new on arrival needs no second look: a request with it that commits its answer before this one
    * claims makes this one's store fail (IdempotencyRepository's store), and the request is looked at anew.
    * An expired record is read again behind the claim, since the request takes it over: AnsweredBefore when
-   * another took it over first.
+   * another took it over first. `attempt` is 2 when the request runs again after a unique violation.
    */
-  open(call: IdempotentCall, looked: Extract<Looked, { kind: 'new' }>): Transaction {
-    return this.transactions.begin({
-      locks: [this.records.claim(call.source, call.key)],
-      reads: looked.expired ? [this.records.liveRecord(call.source, call.key)] : [],
-      check: ([held], [rows]) => {
-        const record = rows?.[0];
-        if (record) throw new AnsweredBefore(this.replayOf(call, record as StoredAnswer));
-        if (held !== true) {
-          throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, {
-            'Retry-After': '1',
-          });
-        }
+  open(call: IdempotentCall, looked: Extract<Looked, { kind: 'new' }>, attempt = 1): Transaction {
+    return this.transactions.begin(
+      {
+        locks: [this.records.claim(call.source, call.key)],
+        reads: looked.expired ? [this.records.liveRecord(call.source, call.key)] : [],
+        check: ([held], [rows]) => {
+          const record = rows?.[0];
+          if (record) throw new AnsweredBefore(this.replayOf(call, record as StoredAnswer));
+          if (held !== true) {
+            throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, {
+              'Retry-After': '1',
+            });
+          }
+        },
       },
-    });
+      attempt,
+    );
   }
 
   /** The answer of a request the route refused: a business refusal is stored and sent like any answer; null for any other failure. */

@@ -94,11 +94,16 @@ describe('round trips per request on the hot paths (documented in docs/performan
       ['BEGIN', 'locks:idempotency-claim>document-provider-reference', 'document-create-findings'],
       [expect.stringMatching(/^writes:document-insert\+document-event-append\+b~/), 'COMMIT'],
     ]);
+    // A create assumes its externalId and reference free; the constraint refuses the insert at commit, and the
+    // request runs again, asking which is taken, and stores its 409 alone.
     const duplicate = await roundTripsOf(async () => expect((await postDocument(t.app, key, body)).statusCode).toBe(409));
     expect(duplicate).toEqual([
       ['api-key-authenticate'],
       ['idempotency-record'],
       ['BEGIN', 'locks:idempotency-claim>document-provider-reference', 'document-create-findings'],
+      ['writes:document-insert+document-event-append+idempotency-store', 'COMMIT'],
+      ['idempotency-record'],
+      ['BEGIN', 'locks:idempotency-claim>document-provider-reference', 'document-create-findings-taken'],
       ['idempotency-store', 'COMMIT'],
     ]);
   });

@@ -29,13 +29,13 @@ describe('DocumentsRepository', () => {
   /** What a create reads, then its document and event written, as DocumentsService.create does when nothing refuses it. */
   const create = (made: { document: DocumentRecord; event: NewDocumentEvent }): Promise<CreateFindings> =>
     transactions.run(async (tx) => {
-      const findings = await documents.findingsForCreate(tx, made.document);
+      const findings = await documents.findingsForCreate(tx, made.document, { taken: false });
       documents.insert(tx, made.document);
       events.append(tx, [made.event]);
       return findings;
     });
-  const findings = (document: Pick<DocumentRecord, 'source' | 'externalId' | 'providerReference'>) =>
-    transactions.run((tx) => documents.findingsForCreate(tx, document));
+  const findings = (document: Pick<DocumentRecord, 'source' | 'externalId' | 'providerReference'>, taken = true) =>
+    transactions.run((tx) => documents.findingsForCreate(tx, document, { taken }));
   const unmatched = (providerReference: string, eventId = `evt-${unique()}`, outcome = 'unmatched') =>
     m.check.query<{ id: string }>(
       `INSERT INTO webhook_events (event_id, event_type, status, provider_reference, outcome, raw_body, body_sha256, signed_at)
@@ -60,7 +60,7 @@ describe('DocumentsRepository', () => {
 
   it('inserts the document the application made, with its created event, each value as a read then gives it back', async () => {
     const made = newDocumentWithEvent({ providerReference: `PAY-${unique()}` });
-    expect(await create(made)).toEqual({ externalIdTaken: false, referenceTaken: false, heldBy: null, waiting: [] });
+    expect(await create(made)).toEqual({ taken: null, heldBy: null, waiting: [] });
     const stored = await documents.find(made.document.id);
     // The create's answer is made from the record: it must be what a read returns.
     expect(stored).toEqual({ ...made.document, seq: expect.any(String) });
@@ -74,14 +74,16 @@ describe('DocumentsRepository', () => {
     expect(await documents.find('9b2f0c1e-7d3a-4f5b-9c8e-1a2b3c4d5e6f')).toBeNull();
   });
 
-  it('tells a create which of the source\u2019s externalId and providerReference are taken; another source may use both', async () => {
+  it('tells a create asking which of the source\u2019s externalId and providerReference are taken; another source may use both', async () => {
     const first = newDocumentWithEvent({ providerReference: `PAY-${unique()}` });
     await create(first);
     const { source, externalId, providerReference } = first.document;
-    expect(await findings({ source, externalId, providerReference: `PAY-${unique()}` })).toMatchObject({ externalIdTaken: true, referenceTaken: false });
-    expect(await findings({ source, externalId: `INV-${unique()}`, providerReference })).toMatchObject({ externalIdTaken: false, referenceTaken: true });
-    expect(await findings({ source, externalId: `INV-${unique()}`, providerReference: null })).toMatchObject({ externalIdTaken: false, referenceTaken: false });
-    expect(await findings({ source: 'other-source', externalId, providerReference })).toMatchObject({ externalIdTaken: false, referenceTaken: false });
+    expect(await findings({ source, externalId, providerReference: `PAY-${unique()}` })).toMatchObject({ taken: { externalId: true, reference: false } });
+    expect(await findings({ source, externalId: `INV-${unique()}`, providerReference })).toMatchObject({ taken: { externalId: false, reference: true } });
+    expect(await findings({ source, externalId: `INV-${unique()}`, providerReference: null })).toMatchObject({
+      taken: { externalId: false, reference: false },
+    });
+    expect(await findings({ source: 'other-source', externalId, providerReference })).toMatchObject({ taken: { externalId: false, reference: false } });
   });
 
   it('writes nothing of a create whose document another committed meanwhile: the constraint refuses it, with its event', async () => {
@@ -165,8 +167,7 @@ describe('DocumentsRepository', () => {
       documents.change(tx, changed(locked, { status: 'PAID', payment: { status: 'PAID', eventId: 'evt-held' }, traceParent: null }, new Date()).document);
     });
     expect(await findings(newDocumentWithEvent({ source: 'third-source', providerReference: reference }).document)).toEqual({
-      externalIdTaken: false,
-      referenceTaken: false,
+      taken: { externalId: false, reference: false },
       heldBy: { id: first.document.id, source: 'first-source' },
       waiting: [],
     });

@@ -128,7 +128,7 @@ describe('PaymentsRepository', () => {
     const reference = `PAY-${unique()}-locked`;
     const made = newDocumentWithEvent({ providerReference: reference });
     const creator = transactions.begin();
-    expect(await documents.findingsForCreate(creator, made.document)).toMatchObject({ waiting: [] });
+    expect(await documents.findingsForCreate(creator, made.document, { taken: false })).toMatchObject({ waiting: [] });
     documents.insert(creator, made.document);
     events.append(creator, [made.event]);
 
@@ -189,7 +189,9 @@ describe('PaymentsRepository', () => {
     await record(rowOf(later, 'unmatched'));
     const id = await documentWith(reference);
     const waiting = await transactions.run(
-      async (tx) => (await documents.findingsForCreate(tx, { source: 'another-source', externalId: `INV-${unique()}`, providerReference: reference })).waiting,
+      async (tx) =>
+        (await documents.findingsForCreate(tx, { source: 'another-source', externalId: `INV-${unique()}`, providerReference: reference }, { taken: false }))
+          .waiting,
     );
     expect(waiting.map((event) => event.eventId)).toEqual([early.eventId, later.eventId]);
     const at = new Date();

@@ -21,6 +21,7 @@ import { AuditChanges1795327111521 } from './1795327111521-AuditChanges.js';
 import { SignInStartAddress1795327111522 } from './1795327111522-SignInStartAddress.js';
 import { TraceParent1795327111523 } from './1795327111523-TraceParent.js';
 import { DecisionsInTypeScript1795327111524 } from './1795327111524-DecisionsInTypeScript.js';
+import { ProviderReferenceFirst1795327111525 } from './1795327111525-ProviderReferenceFirst.js';
 
 /**
  * The migrations, in the order of their timestamps (the order TypeORM runs them in). A list rather than a file pattern, as for the
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   SignInStartAddress1795327111522,
   TraceParent1795327111523,
   DecisionsInTypeScript1795327111524,
+  ProviderReferenceFirst1795327111525,
 ];
