@@ -24,20 +24,24 @@ describe('EventLoopLoad', () => {
   beforeAll(() => load.onModuleInit());
   afterAll(() => load.onApplicationShutdown());
 
-  it('is busy while the loop runs code without pause, and not once it waits again', async () => {
-    expect(await quiet(load)).toBe(true);
+  it(
+    'is busy while the loop runs code without pause, and not once it waits again',
+    async () => {
+      expect(await quiet(load)).toBe(true);
 
-    let seenBusy = false;
-    for (const until = performance.now() + 300; performance.now() < until;) {
-      spin(20);
-      // Each pause lets the loop take a turn (its timers included) without waiting for I/O.
-      await new Promise((resolve) => setImmediate(resolve));
-      seenBusy ||= load.busy();
-    }
-    expect(seenBusy).toBe(true);
+      let seenBusy = false;
+      for (const until = performance.now() + 300; performance.now() < until;) {
+        spin(20);
+        // Each pause lets the loop take a turn (its timers included) without waiting for I/O.
+        await new Promise((resolve) => setImmediate(resolve));
+        seenBusy ||= load.busy();
+      }
+      expect(seenBusy).toBe(true);
 
-    expect(await quiet(load)).toBe(true);
-  }, TIMEOUT_MS);
+      expect(await quiet(load)).toBe(true);
+    },
+    TIMEOUT_MS,
+  );
 
   it('does not count work done before sampling starts (start-up) as load', async () => {
     const fresh = new EventLoopLoad();
@@ -52,22 +56,26 @@ describe('EventLoopLoad', () => {
     }
   });
 
-  it('is not busy when the loop does a little work at a time', async () => {
-    const seenBusyDuringLightWork = async () => {
-      let seenBusy = false;
-      for (let i = 0; i < 30; i += 1) {
-        spin(2);
-        await sleep(10);
-        seenBusy ||= load.busy();
-      }
-      return seenBusy;
-    };
-    expect(await quiet(load)).toBe(true);
-    // Up to five tries: on a loaded machine the process can be descheduled mid-spin, and that window then
-    // really was full. Light work read as load (a threshold too low, a window too short) fails every try.
-    const tries: boolean[] = [];
-    do tries.push(await seenBusyDuringLightWork());
-    while (tries.at(-1) && tries.length < 5);
-    expect(tries).toContain(false);
-  }, TIMEOUT_MS);
+  it(
+    'is not busy when the loop does a little work at a time',
+    async () => {
+      const seenBusyDuringLightWork = async () => {
+        let seenBusy = false;
+        for (let i = 0; i < 30; i += 1) {
+          spin(2);
+          await sleep(10);
+          seenBusy ||= load.busy();
+        }
+        return seenBusy;
+      };
+      expect(await quiet(load)).toBe(true);
+      // Up to five tries: on a loaded machine the process can be descheduled mid-spin, and that window then
+      // really was full. Light work read as load (a threshold too low, a window too short) fails every try.
+      const tries: boolean[] = [];
+      do tries.push(await seenBusyDuringLightWork());
+      while (tries.at(-1) && tries.length < 5);
+      expect(tries).toContain(false);
+    },
+    TIMEOUT_MS,
+  );
 });
