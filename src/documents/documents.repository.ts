@@ -61,8 +61,10 @@ export const PROVIDER_REFERENCE_LOCK_NAMESPACE = 7_340_217;
  */
 export const PROVIDER_REFERENCE = new Lock('document-provider-reference', `pg_advisory_xact_lock(${PROVIDER_REFERENCE_LOCK_NAMESPACE}, hashtext($1::varchar))`);
 
-/** $1 source, $2 externalId, $3 providerReference (null: none). */
-/** With `taken`, its parameters are the source, the externalId and the reference; without, the reference alone. */
+/**
+ * What a create reads: with `taken`, $1 source, $2 externalId, $3 providerReference (null: none); without,
+ * $1 providerReference alone.
+ */
 const createFindings = (taken: boolean) => {
   const reference = taken ? '$3' : '$1';
   const probes = `

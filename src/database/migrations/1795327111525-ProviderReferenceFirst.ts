@@ -3,8 +3,6 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * A providerReference stays unique within a source, with the reference as the index's first column: the one index
  * serves the bank event's look-up by reference across sources as well, so a document is written into one index fewer.
- * With `source` first, a prepared existence probe by `(source, external_id)` planned before the table's first ANALYZE
- * chose this index and read every document of the source.
  */
 export class ProviderReferenceFirst1795327111525 implements MigrationInterface {
   name = 'ProviderReferenceFirst1795327111525';
