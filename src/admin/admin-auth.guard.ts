@@ -1,4 +1,4 @@
-import { CanActivate, ExecutionContext, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error.js';
@@ -12,7 +12,7 @@ import { AdminAuthFailuresService, MAX_FAILURES_PER_MINUTE } from './admin-auth-
 import { ADMIN_TOKEN } from './admin-token.js';
 import { ADMIN_TOKEN_PREFIX } from './admins.service.js';
 import { AdminsRepository } from './admins.repository.js';
-import { cookieValue, publicOrigin, publicUrlWarning, SESSION_COOKIE } from './admin-session.js';
+import { cookieValue, publicOrigin, SESSION_COOKIE } from './admin-session.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 const UNAUTHORIZED_DETAIL =
@@ -27,7 +27,7 @@ const UNAUTHORIZED_DETAIL =
  * a good credential from it still passes.
  */
 @Injectable()
-export class AdminAuthGuard implements CanActivate, OnModuleInit {
+export class AdminAuthGuard implements CanActivate {
   constructor(
     @Inject(ADMIN_TOKEN) private readonly adminToken: string,
     private readonly failures: AdminAuthFailuresService,
@@ -35,11 +35,6 @@ export class AdminAuthGuard implements CanActivate, OnModuleInit {
     private readonly config: AppConfig,
     private readonly reflector: Reflector,
   ) {}
-
-  onModuleInit(): void {
-    const warning = publicUrlWarning(this.config);
-    if (warning) new Logger('AdminConsole').warn(warning);
-  }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<FastifyRequest>();

@@ -1,6 +1,7 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuthModule } from '../auth/auth.module.js';
+import { AppConfig } from '../config/app-config.js';
 import { DocumentsModule } from '../documents/documents.module.js';
 import { OutboundWebhooksModule } from '../outbound-webhooks/outbound-webhooks.module.js';
 import { AdminAuthFailureEntity } from './admin-auth-failure.entity.js';
@@ -15,6 +16,7 @@ import { AdminOperationsController } from './admin-operations.controller.js';
 import { AdminOperationsService } from './admin-operations.service.js';
 import { AdminSsoService } from './admin-sso.service.js';
 import { AdminEntity, AdminOidcLoginEntity, AdminSessionEntity, AdminTokenEntity } from './admin.entity.js';
+import { publicUrlWarning } from './admin-session.js';
 import { adminTokenProvider } from './admin-token.js';
 import { AdminsController } from './admins.controller.js';
 import { AdminsRepository } from './admins.repository.js';
@@ -49,4 +51,12 @@ import { ConsoleAssets } from './console-assets.js';
   ],
   exports: [AuditLogService],
 })
-export class AdminModule {}
+export class AdminModule implements OnModuleInit {
+  constructor(private readonly config: AppConfig) {}
+
+  /** Once per start, here: the guard has an instance for its provider and another for the controllers' @UseGuards, and said it twice. */
+  onModuleInit(): void {
+    const warning = publicUrlWarning(this.config);
+    if (warning) new Logger('AdminConsole').warn(warning);
+  }
+}

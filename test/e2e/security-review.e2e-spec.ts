@@ -134,7 +134,7 @@ describe('security review findings', () => {
       expect(t.logs()).not.toContain('OUTBOUND_WEBHOOKS_ALLOW_PRIVATE');
     });
 
-    it('warns at start when PUBLIC_URL is unset and the gateway listens on a non-loopback address, and only then', async () => {
+    it('warns once at start when PUBLIC_URL is unset and the gateway listens on a non-loopback address, and only then', async () => {
       const WARNING = /"level":40[^\n]*PUBLIC_URL is not set and the gateway listens on 0\.0\.0\.0: [^\n]*Host header[^\n]*required behind a proxy/;
       // Built, never listening: the address is only read from the configuration.
       for (const [env, warns] of [
@@ -144,7 +144,7 @@ describe('security review findings', () => {
       ] as const) {
         const app = await startTestApp({ databaseUrl: t.databaseUrl, env });
         try {
-          expect([env, WARNING.test(app.logs()), app.logs().includes('PUBLIC_URL is not set')]).toEqual([env, warns, warns]);
+          expect([env, WARNING.test(app.logs()), app.logs().split('PUBLIC_URL is not set').length - 1]).toEqual([env, warns, warns ? 1 : 0]);
         } finally {
           await app.close();
         }
