@@ -46,8 +46,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   private async answer(call: IdempotentCall, request: FastifyRequest, reply: FastifyReply, next: CallHandler): Promise<string> {
     try {
-      // A second attempt when a write met a row another request committed meanwhile: this key's answer (its
-      // store), or the same externalId under another key. The request is looked at anew and decided again.
+      // A second attempt when a write met a committed row: this key's answer, stored meanwhile, or the source's
+      // externalId or providerReference, which a create's first attempt does not ask about. Looked at anew, decided again.
       for (let attempt = 1; ; attempt++) {
         const looked = await this.idempotency.look(call);
         if (looked.kind === 'replay') return replayed(reply, looked.answer);
