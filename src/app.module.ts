@@ -3,6 +3,7 @@ import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { DestinationStream } from 'pino';
 import { AdminModule } from './admin/admin.module.js';
+import { ArchiveModule } from './archive/archive.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
@@ -46,6 +47,7 @@ export class AppModule {
         WebhooksModule,
         OutboundWebhooksModule,
         RetentionModule,
+        ArchiveModule,
         ...extraModules,
       ],
       providers: [

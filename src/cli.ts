@@ -2,7 +2,9 @@
 import 'reflect-metadata';
 import { createInterface } from 'node:readline/promises';
 import { runClusterCommand } from './cli/clusters.js';
-import { execute, isClusterCommand, mayCreateDatabase } from './cli/commands.js';
+import { execute, isClusterCommand, isExportCommand, mayCreateDatabase } from './cli/commands.js';
+import { ArchiveVerifier, verificationState } from './archive/archive-verifier.js';
+import { verification } from './cli/output.js';
 import { classify, EXIT, exitCodeOf, messageOf, problemOf, UsageError } from './cli/exit-codes.js';
 import { openOperatorDatabase } from './cli/operator-database.js';
 import { Io, parseCommandLine } from './cli/program.js';
@@ -59,6 +61,13 @@ async function main(argv: string[]): Promise<number> {
     json = parsed.json;
     // Files only: no configuration, no database.
     if (isClusterCommand(parsed.command)) return await runClusterCommand(parsed.command, { json, io, ask });
+    if (isExportCommand(parsed.command)) {
+      const { file, key, state } = parsed.command;
+      const report = await ArchiveVerifier.verifyFile(file, key, state ? await verificationState.read(state) : null);
+      if (state) await verificationState.keep(state, report);
+      io.out(json ? `${JSON.stringify(report, null, 2)}\n` : verification(report));
+      return report.findings.length > 0 ? EXIT.FINDINGS : EXIT.OK;
+    }
     loadEnvFile();
     // Which database, which migrations: for a person; with --json stderr carries a failure only.
     const notice = json ? () => undefined : (line: string) => io.err(`${line}\n`);
@@ -71,10 +80,10 @@ async function main(argv: string[]): Promise<number> {
       if (!json && database.services.announcer.failure) {
         io.err('warning: the gateway could not be told at once; its instances find the change at their next poll (OUTBOUND_WEBHOOKS_POLL_SECONDS)\n');
       }
+      return outcome.exitCode ?? EXIT.OK;
     } finally {
       await database.close();
     }
-    return EXIT.OK;
   } catch (error) {
     const failure = classify(error);
     if (json) {

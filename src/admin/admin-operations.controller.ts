@@ -1,5 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiCookieAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ArchiveService } from '../archive/archive.service.js';
+import { ArchiveStatusDto } from '../archive/dto/archive-queries.dto.js';
 import { ApiProblems } from '../common/problem.dto.js';
 import { DocumentsService } from '../documents/documents.service.js';
 import { PaymentsService } from '../documents/payments.service.js';
@@ -48,7 +50,19 @@ export class AdminOperationsController {
     private readonly payments: PaymentsService,
     private readonly endpoints: WebhookEndpointsService,
     private readonly deliveries: OutboundDeliveriesService,
+    private readonly archive: ArchiveService,
   ) {}
+
+  @Get('archive')
+  @ApiOperation({
+    operationId: 'getArchiveStatus',
+    summary: "The archive's state",
+    description: 'The entries sealed, the seal lag, the latest checkpoint and the last `tdg archive verify` run with its first findings.',
+  })
+  @ApiOkResponse({ type: ArchiveStatusDto })
+  archiveStatus(): Promise<ArchiveStatusDto> {
+    return this.archive.status();
+  }
 
   @Get('webhook-events')
   @ApiOperation({

@@ -1,5 +1,6 @@
 import { Logger, Module, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ArchiveModule } from '../archive/archive.module.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { AppConfig } from '../config/app-config.js';
 import { DocumentsModule } from '../documents/documents.module.js';
@@ -31,6 +32,7 @@ import { ConsoleAssets } from './console-assets.js';
   imports: [
     TypeOrmModule.forFeature([AdminEntity, AdminTokenEntity, AdminSessionEntity, AdminOidcLoginEntity, AuditLogEntity, AdminAuthFailureEntity]),
     AuthModule,
+    ArchiveModule,
     DocumentsModule,
     OutboundWebhooksModule,
   ],

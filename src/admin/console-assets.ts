@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The console's script modules, each served at /admin/<name>; console.js imports the others. */
-export const CONSOLE_SCRIPTS = ['console.js', 'api.js', 'dom.js', 'charts.js', 'keys.js', 'operations.js', 'documents.js', 'people.js'] as const;
+export const CONSOLE_SCRIPTS = ['console.js', 'api.js', 'dom.js', 'charts.js', 'keys.js', 'operations.js', 'documents.js', 'people.js', 'archive.js'] as const;
 export type ConsoleScript = (typeof CONSOLE_SCRIPTS)[number];
 
 /**

@@ -8,6 +8,12 @@ import { AdminsService } from '../admin/admins.service.js';
 import { AuditLogEntity } from '../admin/audit-log.entity.js';
 import { AuditLogRepository } from '../admin/audit-log.repository.js';
 import { AuditLogService } from '../admin/audit-log.service.js';
+import { ArchiveCheckpointEntity } from '../archive/archive-checkpoint.entity.js';
+import { ArchiveEntryEntity } from '../archive/archive-entry.entity.js';
+import { ArchiveNodeEntity } from '../archive/archive-node.entity.js';
+import { ArchiveVerificationEntity } from '../archive/archive-verification.entity.js';
+import { ArchiveVerifier } from '../archive/archive-verifier.js';
+import { ArchiveRepository } from '../archive/archive.repository.js';
 import { ApiKeyEntity } from '../auth/api-key.entity.js';
 import { ApiKeysRepository } from '../auth/api-keys.repository.js';
 import { ApiKeysService } from '../auth/api-keys.service.js';
@@ -20,6 +26,7 @@ import { DocumentEventEntity } from '../documents/document-event.entity.js';
 import { DocumentEntity } from '../documents/document.entity.js';
 import { DocumentEventsRepository } from '../documents/document-events.repository.js';
 import { DocumentEventsService } from '../documents/document-events.service.js';
+import { DocumentHistoryService } from '../documents/document-history.service.js';
 import { DocumentsRepository } from '../documents/documents.repository.js';
 import { DocumentsService } from '../documents/documents.service.js';
 import { FeedSignal } from '../documents/feed-signal.js';
@@ -73,6 +80,10 @@ export class CliModule {
           WebhookEndpointEntity,
           OutboundDeliveryEntity,
           OutboundDeliveryAttemptEntity,
+          ArchiveEntryEntity,
+          ArchiveNodeEntity,
+          ArchiveCheckpointEntity,
+          ArchiveVerificationEntity,
         ]),
       ],
       providers: [
@@ -82,6 +93,7 @@ export class CliModule {
         DocumentsService,
         DocumentEventsRepository,
         DocumentEventsService,
+        DocumentHistoryService,
         PaymentsRepository,
         PaymentsService,
         AuditLogRepository,
@@ -100,6 +112,8 @@ export class CliModule {
         DeliveryAnnouncer,
         { provide: DeliveryWorker, useExisting: DeliveryAnnouncer },
         AdminOperationsService,
+        ArchiveRepository,
+        ArchiveVerifier,
       ],
     };
   }

@@ -3,6 +3,8 @@ import type { AdminPrincipal, AuditContext } from '../admin/admin-actor.js';
 import type { AdminRole } from '../admin/admin.entity.js';
 import type { DeliveryStatus } from '../outbound-webhooks/outbound-delivery.entity.js';
 import type { OperatorServices } from './operator-database.js';
+import { verificationState } from '../archive/archive-verifier.js';
+import { EXIT, ExitCode, UsageError } from './exit-codes.js';
 import * as output from './output.js';
 
 /** The CLI acts as an `admin` would (it may manage anyone's tokens); its audit entries name it, with the address `cli`. */
@@ -30,7 +32,9 @@ export type CliCommand =
   | { name: 'endpoints list'; source?: string; paging: Paging }
   | { name: 'endpoints enable' | 'endpoints disable'; id: string }
   | { name: 'deliveries list'; filter: { source?: string; status?: DeliveryStatus; attention?: boolean; documentId?: string }; paging: Paging }
-  | { name: 'deliveries retry'; id: string };
+  | { name: 'deliveries retry'; id: string }
+  | { name: 'archive verify'; key?: string; state?: string }
+  | { name: 'archive export'; file: string; key?: string };
 
 /**
  * The embedded clusters that root's gateways left under /var/lib/tax-document-gateway (README, "As root"):
@@ -40,7 +44,14 @@ export type CliCommand =
 export type ClusterCommand =
   { name: 'clusters list'; dir: string } | { name: 'clusters prune'; dir: string; yes: boolean; unrecorded: boolean; cluster?: string };
 
-export const isClusterCommand = (command: CliCommand | ClusterCommand): command is ClusterCommand => command.name.startsWith('clusters ');
+export const isClusterCommand = (command: AnyCommand): command is ClusterCommand => command.name.startsWith('clusters ');
+
+/** `archive verify --file`: an export, checked with no configuration and no database. */
+export type ExportCommand = { name: 'archive verify file'; file: string; key?: string; state?: string };
+
+export const isExportCommand = (command: AnyCommand): command is ExportCommand => command.name === 'archive verify file';
+
+export type AnyCommand = CliCommand | ClusterCommand | ExportCommand;
 
 /** What a command answers: `body` is the REST API's JSON (`--json`), `text` the same for a person. */
 export interface Outcome {
@@ -48,6 +59,8 @@ export interface Outcome {
   text: string;
   /** For a person, on stderr: how to get the next page. */
   hint?: string;
+  /** Not OK although the command ran: the archive's verification found something. */
+  exitCode?: ExitCode;
 }
 
 /** Only these may find no database yet: each can be the first command of a new install. */
@@ -131,5 +144,23 @@ export async function execute(command: CliCommand, services: OperatorServices): 
       const delivery = await operations.retryDelivery(CLI_CONTEXT, command.id);
       return { body: delivery, text: output.deliveryRetried(delivery) };
     }
+    case 'archive verify': {
+      const kept = command.state ? await verificationState.read(command.state) : null;
+      const report = await services.archive.verifyDatabase(verifierKeyOf(command.key, services.archiveKey), kept);
+      if (command.state) await verificationState.keep(command.state, report);
+      return { body: report, text: output.verification(report), ...(report.findings.length > 0 ? { exitCode: EXIT.FINDINGS } : {}) };
+    }
+    case 'archive export': {
+      const key = verifierKeyOf(command.key, services.archiveKey);
+      const exported = await services.archive.export(command.file, key, services.archiveOrigin);
+      return { body: { file: command.file, ...exported, verifierKey: key }, text: output.exported(command.file, exported) };
+    }
   }
+}
+
+/** The key checkpoints are checked against: --key, else the one ARCHIVE_SIGNING_KEY (or DATA_DIR's generated key) makes. */
+function verifierKeyOf(given: string | undefined, configured: string | null): string {
+  const key = given ?? configured;
+  if (!key) throw new UsageError('No archive key is known here: pass --key <verifier key> (GET /api/v1/archive/public-key), or set ARCHIVE_SIGNING_KEY');
+  return key;
 }

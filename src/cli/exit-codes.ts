@@ -18,6 +18,8 @@ export const EXIT = {
   CONFLICT: 4,
   /** The database cannot be used: unreachable, no embedded cluster in DATA_DIR, or its schema behind (503). */
   DATABASE: 5,
+  /** `archive verify` found the archive, the feed or a document altered: each finding is printed. */
+  FINDINGS: 6,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 

@@ -4,6 +4,9 @@ import { DataSource } from 'typeorm';
 import { AdminApiKeysService } from '../admin/admin-api-keys.service.js';
 import { AdminOperationsService } from '../admin/admin-operations.service.js';
 import { AdminsService } from '../admin/admins.service.js';
+import { archiveOrigin, archiveVerifierKey } from '../archive/archive-signer.js';
+import { ArchiveVerifier } from '../archive/archive-verifier.js';
+import { ArchiveRepository } from '../archive/archive.repository.js';
 import { AppConfig } from '../config/app-config.js';
 import { locateDatabase } from '../database/database-location.js';
 import { runMigrations } from '../database/migrations-runner.js';
@@ -22,6 +25,10 @@ export interface OperatorServices {
   endpoints: WebhookEndpointsService;
   deliveries: OutboundDeliveriesService;
   announcer: DeliveryAnnouncer;
+  archive: ArchiveVerifier;
+  /** The verifier key of the archive's configured signing key, if one is known here. */
+  archiveKey: string | null;
+  archiveOrigin: string;
 }
 
 export interface OperatorDatabase {
@@ -67,6 +74,8 @@ export async function openOperatorDatabase(config: AppConfig, notice: (line: str
     await close();
     throw error;
   }
+  // The log's own origin, from its latest checkpoint, names the key unless ARCHIVE_ORIGIN says otherwise.
+  const latest = await context.get(ArchiveRepository).latestCheckpoint();
   return {
     services: {
       keys: context.get(AdminApiKeysService),
@@ -75,6 +84,9 @@ export async function openOperatorDatabase(config: AppConfig, notice: (line: str
       endpoints: context.get(WebhookEndpointsService),
       deliveries: context.get(OutboundDeliveriesService),
       announcer: context.get(DeliveryAnnouncer),
+      archive: context.get(ArchiveVerifier),
+      archiveKey: await archiveVerifierKey(config, latest),
+      archiveOrigin: archiveOrigin(config, latest),
     },
     close,
   };

@@ -1,3 +1,4 @@
+import type { VerificationReport } from '../archive/archive-verifier.js';
 import type { IssuedKeyView } from '../admin/admin-api-keys.service.js';
 import type { AdminTokenView, AdminView } from '../admin/admins.service.js';
 import type { ApiKeyView } from '../auth/api-keys.service.js';
@@ -221,4 +222,18 @@ export function clustersRemoved(removed: RootCluster[], kept: RootCluster[]): st
   for (const c of kept) lines.push(`Kept ${c.path}: it is ${c.state} now.`);
   if (removed.length > 1) lines.push(`Freed ${size(removed.reduce((sum, c) => sum + c.bytes, 0))}.`);
   return `${lines.join('\n')}\n`;
+}
+
+/** An archive verification: what was checked, then each finding on a line of its own, named by document and entry. */
+export function verification(report: VerificationReport & { verifierKey?: string }): string {
+  const head = `Verified ${report.treeSize} archive entries and ${report.checkpoints} checkpoints${report.verifierKey ? ` against ${report.verifierKey}` : ''}.`;
+  if (report.findings.length === 0) return `${head}\nNo alteration found.\n`;
+  const lines = report.findings.map(
+    (f) => `  ${f.kind}${f.documentId ? ` document ${f.documentId}` : ''}${f.index !== null ? ` entry ${f.index}` : ''}: ${printable(f.detail)}`,
+  );
+  return `${head}\n${report.findings.length} finding${report.findings.length === 1 ? '' : 's'}:\n${lines.join('\n')}\n`;
+}
+
+export function exported(file: string, exported: { treeSize: number; checkpoints: number }): string {
+  return `Exported ${exported.treeSize} archive entries and ${exported.checkpoints} checkpoints to ${printable(file)}.\nCheck it anywhere with: tdg archive verify --file ${printable(file)} --key <verifier key>\n`;
 }

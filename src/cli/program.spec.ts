@@ -70,10 +70,26 @@ describe('parseCommandLine', () => {
   it('takes --json on every command that runs something, and only there', async () => {
     const program = buildProgram(capture(), () => undefined);
     const leaves = leavesOf(program);
-    expect(leaves).toHaveLength(17);
+    expect(leaves).toHaveLength(19);
     for (const leaf of leaves) expect(leaf.options.map((o) => o.long)).toContain('--json');
     for (const group of [program, ...program.commands.filter((c) => c.commands.length)]) expect(group.options.map((o) => o.long)).not.toContain('--json');
     await expect(parse(['deliveries', 'retry', '17', '--json'])).resolves.toEqual({ kind: 'run', command: { name: 'deliveries retry', id: '17' }, json: true });
+    await expect(parse(['archive', 'verify', '--state', 'kept.txt'])).resolves.toEqual({
+      kind: 'run',
+      command: { name: 'archive verify', state: 'kept.txt' },
+      json: false,
+    });
+    // With --file, an export is verified with no database.
+    await expect(parse(['archive', 'verify', '--file', 'a.jsonl', '--key', 'k+1+A', '--json'])).resolves.toEqual({
+      kind: 'run',
+      command: { name: 'archive verify file', file: 'a.jsonl', key: 'k+1+A' },
+      json: true,
+    });
+    await expect(parse(['archive', 'export', 'out.jsonl'])).resolves.toEqual({
+      kind: 'run',
+      command: { name: 'archive export', file: 'out.jsonl' },
+      json: false,
+    });
   });
 
   it.each([

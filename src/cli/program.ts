@@ -8,7 +8,7 @@ import { createValidationPipe } from '../common/validation.js';
 import { AdminDeliveriesQueryDto } from '../outbound-webhooks/dto/delivery.dto.js';
 import { DELIVERY_STATUSES } from '../outbound-webhooks/outbound-delivery.entity.js';
 import { ROOT_CLUSTERS_HOME } from '../database/root-clusters.js';
-import { CliCommand, ClusterCommand, Paging } from './commands.js';
+import { AnyCommand, Paging } from './commands.js';
 import { EXIT, flagOf, UsageError } from './exit-codes.js';
 
 export const BIN = 'tdg';
@@ -19,7 +19,7 @@ export interface Io {
 }
 
 /** `help`: the parser printed help, and that is all (exit code 0); else a command to run. */
-export type Parsed = { kind: 'help' } | { kind: 'run'; command: CliCommand | ClusterCommand; json: boolean };
+export type Parsed = { kind: 'help' } | { kind: 'run'; command: AnyCommand; json: boolean };
 
 const EPILOG = `
 Every command takes --json: stdout then carries exactly the REST API's answer
@@ -39,6 +39,7 @@ Exit codes:
   ${EXIT.CONFLICT}  the state does not allow it, or a duplicate (409)
   ${EXIT.DATABASE}  the database cannot be used: unreachable, no cluster in DATA_DIR,
      or its schema behind with MIGRATIONS_RUN=false (503)
+  ${EXIT.FINDINGS}  archive verify found an alteration (each finding is printed)
 `;
 
 const JSON_HELP = "print the REST API's JSON answer on stdout, and a failure as problem+json on stderr";
@@ -100,7 +101,7 @@ async function listQuery<T extends PageQueryDto>(
  * The command tree. Each action validates its options with the REST API's DTO and hands the command to
  * `run`; nothing touches the database before the whole command line is known to be good.
  */
-export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand, json: boolean) => void): Command {
+export function buildProgram(io: Io, run: (command: AnyCommand, json: boolean) => void): Command {
   const program = new Command(BIN)
     .description(
       'Operator CLI of the Tax Document Gateway: API keys, administrators and their tokens, push endpoints and deliveries, on the database directly.',
@@ -110,7 +111,7 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: () => undefined, outputError: () => undefined })
     .addHelpText('after', EPILOG);
 
-  const done = (command: Command, parsed: CliCommand | ClusterCommand) => run(parsed, command.opts<{ json?: boolean }>().json === true);
+  const done = (command: Command, parsed: AnyCommand) => run(parsed, command.opts<{ json?: boolean }>().json === true);
 
   const keys = program.command('keys').alias('api-keys').description('API keys of client applications (sources)');
   keys
@@ -244,6 +245,31 @@ export function buildProgram(io: Io, run: (command: CliCommand | ClusterCommand,
     .description('attempt a failed or pending delivery again now, from the start of the retry schedule')
     .argument('<id>', "the delivery's id")
     .action((id: string, _options, command: Command) => done(command, { name: 'deliveries retry', id }));
+
+  const archive = program.command('archive').description('the verifiable archive of every document and status change (docs/archive.md)');
+  archive
+    .command('verify')
+    .description(
+      'check every checkpoint, entry, feed event and document against the archive (or, with --file, an export, with no database); exits 6 with each finding',
+    )
+    .option('--file <file>', 'verify this export (tdg archive export) instead of the database')
+    .option('--key <verifierKey>', "the archive's note verifier key to check checkpoints with (default: the configured signing key's)")
+    .option(
+      '--state <file>',
+      'a file keeping the checkpoint the last clean run verified: the log must still hold it (a rebuilt log does not); updated after a clean run',
+    )
+    .action((options: { file?: string; key?: string; state?: string }, command: Command) => {
+      const given = { ...(options.key !== undefined ? { key: options.key } : {}), ...(options.state !== undefined ? { state: options.state } : {}) };
+      done(command, options.file !== undefined ? { name: 'archive verify file', file: options.file, ...given } : { name: 'archive verify', ...given });
+    });
+  archive
+    .command('export')
+    .description('write every entry and checkpoint, with the verifier key, into one new file that archive verify --file checks')
+    .argument('<file>', 'the file to write (must not exist)')
+    .option('--key <verifierKey>', "the verifier key to name in the file (default: the configured signing key's)")
+    .action((file: string, options: { key?: string }, command: Command) =>
+      done(command, { name: 'archive export', file, ...(options.key !== undefined ? { key: options.key } : {}) }),
+    );
 
   const clusters = program
     .command('clusters')

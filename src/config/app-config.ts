@@ -1,4 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
+import { createPrivateKey } from 'node:crypto';
 import { plainToInstance, Transform } from 'class-transformer';
 import {
   getMetadataStorage,
@@ -85,6 +86,7 @@ const SECRET_VARIABLES = new Set([
   'BANK_WEBHOOK_SECRET',
   'BANK_WEBHOOK_SECRET_PREVIOUS',
   'METRICS_TOKEN',
+  'ARCHIVE_SIGNING_KEY',
 ]);
 
 const toInt = ({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value);
@@ -158,6 +160,26 @@ export class AppConfig {
   @IsOptional()
   @MinLength(16, { message: 'must be at least 16 characters long' })
   BANK_WEBHOOK_SECRET_PREVIOUS?: string;
+
+  // The archive (docs/archive.md).
+
+  /** How soon after its commit a feed event is sealed into the archive. */
+  @DurationInRange('PT1S', 'PT1H')
+  ARCHIVE_SEAL_INTERVAL = 'PT1S';
+
+  /** How often, at most, a new checkpoint is signed while entries are added. */
+  @DurationInRange('PT1S', 'P1D')
+  ARCHIVE_CHECKPOINT_INTERVAL = 'PT10S';
+
+  /** The checkpoints' origin line, also the signing key's name; by default the log's own (archive-signer.ts archiveOrigin). */
+  @IsOptional()
+  @Matches(/^[^\s+]{1,200}$/u, { message: 'must be 1 to 200 characters without spaces or "+", such as gateway.example.com/archive' })
+  ARCHIVE_ORIGIN?: string;
+
+  /** The Ed25519 private key (PKCS#8 PEM) that signs checkpoints; generated into DATA_DIR when unset. */
+  @IsOptional()
+  @IsString()
+  ARCHIVE_SIGNING_KEY?: string;
 
   @IntInRange(1, 3600)
   WEBHOOK_TOLERANCE_SECONDS = 300;
@@ -383,6 +405,14 @@ function isHttpsOrLoopback(value: string): boolean {
   }
 }
 
+function isEd25519PrivateKey(pem: string): boolean {
+  try {
+    return createPrivateKey(pem).asymmetricKeyType === 'ed25519';
+  } catch {
+    return false;
+  }
+}
+
 /** Reads the known variables from `env`; an empty string counts as unset. Throws ConfigValidationError. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const names = new Set(configVariables());
@@ -400,6 +430,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   problems.push(...oidcProblems(config));
   if (config.PUBLIC_URL !== undefined && !isOrigin(config.PUBLIC_URL)) {
     problems.push('PUBLIC_URL must be an origin such as https://gateway.example.com (no path; http:// only for a loopback address)');
+  }
+  if (config.ARCHIVE_SIGNING_KEY !== undefined && !isEd25519PrivateKey(config.ARCHIVE_SIGNING_KEY)) {
+    problems.push('ARCHIVE_SIGNING_KEY must be an Ed25519 private key in PKCS#8 PEM (-----BEGIN PRIVATE KEY-----)');
   }
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return config;

@@ -1,6 +1,10 @@
 import { AdminAuthFailureEntity } from '../admin/admin-auth-failure.entity.js';
 import { AdminEntity, AdminTokenEntity, AdminSessionEntity, AdminOidcLoginEntity } from '../admin/admin.entity.js';
 import { AuditLogEntity } from '../admin/audit-log.entity.js';
+import { ArchiveCheckpointEntity } from '../archive/archive-checkpoint.entity.js';
+import { ArchiveEntryEntity } from '../archive/archive-entry.entity.js';
+import { ArchiveNodeEntity } from '../archive/archive-node.entity.js';
+import { ArchiveVerificationEntity } from '../archive/archive-verification.entity.js';
 import { ApiKeyEntity } from '../auth/api-key.entity.js';
 import { BankEventEntity } from '../documents/bank-event.entity.js';
 import { DocumentEventEntity } from '../documents/document-event.entity.js';
@@ -24,6 +28,10 @@ export const ENTITIES = [
   AdminOidcLoginEntity,
   AuditLogEntity,
   ApiKeyEntity,
+  ArchiveCheckpointEntity,
+  ArchiveEntryEntity,
+  ArchiveNodeEntity,
+  ArchiveVerificationEntity,
   BankEventEntity,
   DocumentEventEntity,
   DocumentEntity,

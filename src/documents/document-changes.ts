@@ -35,7 +35,7 @@ export function created(fields: DocumentFields, at: Date): { document: DocumentR
     createdAt: at,
     updatedAt: at,
   };
-  return { document, event: eventOf(document, 'document.created', null, fields.traceParent, at) };
+  return { document, event: eventOf(document, 'document.created', null, null, fields.traceParent, at) };
 }
 
 /**
@@ -51,15 +51,19 @@ export function changed<T extends DocumentState>(document: T, change: StatusChan
     updatedAt: at,
   };
   const moved = change.status !== document.status;
-  return { document: next, event: moved ? eventOf(next, 'document.status_changed', document.status, change.traceParent, at) : null };
+  return {
+    document: next,
+    event: moved ? eventOf(next, 'document.status_changed', document.status, change.payment?.eventId ?? null, change.traceParent, at) : null,
+  };
 }
 
 function eventOf(
   document: DocumentState,
   type: NewDocumentEvent['type'],
   previousStatus: DocumentStatus | null,
+  bankEventId: string | null,
   traceParent: string | null,
   at: Date,
 ): NewDocumentEvent {
-  return { source: document.source, documentId: document.id, type, status: document.status, previousStatus, createdAt: at, traceParent };
+  return { source: document.source, documentId: document.id, type, status: document.status, previousStatus, bankEventId, createdAt: at, traceParent };
 }

@@ -37,6 +37,13 @@ export class DocumentEventEntity {
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
+  /**
+   * The bank's eventId when a bank event made this change, else null: with it, the archive tells the
+   * document as this event left it (document-history.ts) without the bank's records. Never shown in the feed.
+   */
+  @Column({ name: 'bank_event_id', type: 'varchar', length: 255, nullable: true })
+  bankEventId: string | null;
+
   /** The W3C traceparent of the request that produced it, when traced: its push deliveries' spans link to it. */
   @Column({ name: 'trace_parent', type: 'varchar', length: 55, nullable: true })
   traceParent: string | null;

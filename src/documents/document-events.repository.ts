@@ -43,7 +43,16 @@ const PACE = `WITH last AS (SELECT id, xid, created_at FROM document_events ORDE
        SELECT xid, created_at FROM document_events WHERE id >= last.id - $1::bigint AND id < last.id ORDER BY id LIMIT 1) earlier ON true`;
 
 /** Every column an event is written with: its id and transaction id are the database's. */
-const WRITTEN = ['source', 'documentId', 'type', 'status', 'previousStatus', 'createdAt', 'traceParent'] as const satisfies readonly (keyof NewDocumentEvent)[];
+const WRITTEN = [
+  'source',
+  'documentId',
+  'type',
+  'status',
+  'previousStatus',
+  'bankEventId',
+  'createdAt',
+  'traceParent',
+] as const satisfies readonly (keyof NewDocumentEvent)[];
 
 /** The event feed's queries over document_events; its events are written with the changes they announce. */
 @Injectable()
@@ -59,6 +68,14 @@ export class DocumentEventsRepository {
   private readonly feedPage: PreparedStatement<FeedRow>;
   /** Any number of events in one statement, in the order given (their ids follow it). */
   private readonly appendStatement: PreparedStatement;
+  /**
+   * The events of every source after a position, in the feed's order across sources: per source as the
+   * feed pages it (idx_document_events_source_xid_id, the sources found by a loose scan of it), merged by
+   * (xid, id), behind the same horizon, so an event never appears before the position once it is passed.
+   */
+  private readonly allSources: PreparedStatement<FeedRow>;
+  /** The oldest time among each source's first event after a position, committed or behind the horizon alike. */
+  private readonly oldestAfterStatement: PreparedStatement<{ oldest: Date | null }>;
 
   constructor(@InjectRepository(DocumentEventEntity) private readonly events: Repository<DocumentEventEntity>) {
     this.feedPage = new PreparedStatement(
@@ -70,6 +87,37 @@ export class DocumentEventsRepository {
           AND (e.xid, e.id) > ($2::xid8, $3::bigint)
         ORDER BY e.xid, e.id
         LIMIT $4`,
+    );
+    this.allSources = new PreparedStatement(
+      'document-event-all-sources',
+      `WITH RECURSIVE sources AS (
+           (SELECT source FROM document_events ORDER BY source LIMIT 1)
+           UNION ALL
+           SELECT (SELECT e.source FROM document_events e WHERE e.source > s.source ORDER BY e.source LIMIT 1) FROM sources s WHERE s.source IS NOT NULL)
+       SELECT p.* FROM sources s CROSS JOIN LATERAL (
+           SELECT ${selectColumns(events.metadata, { alias: 'e' })}, e.xid::text AS xid, e.xid AS position
+             FROM document_events e
+            WHERE e.source = s.source
+              AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+              AND (e.xid, e.id) > ($1::xid8, $2::bigint)
+            ORDER BY e.xid, e.id
+            LIMIT $3) p
+        WHERE s.source IS NOT NULL
+        ORDER BY p.position, p.id
+        LIMIT $3`,
+    );
+    this.oldestAfterStatement = new PreparedStatement(
+      'document-event-oldest-after',
+      `WITH RECURSIVE sources AS (
+           (SELECT source FROM document_events ORDER BY source LIMIT 1)
+           UNION ALL
+           SELECT (SELECT e.source FROM document_events e WHERE e.source > s.source ORDER BY e.source LIMIT 1) FROM sources s WHERE s.source IS NOT NULL)
+       SELECT min(p.created_at) AS oldest FROM sources s CROSS JOIN LATERAL (
+           SELECT e.created_at FROM document_events e
+            WHERE e.source = s.source AND (e.xid, e.id) > ($1::xid8, $2::bigint)
+            ORDER BY e.xid, e.id
+            LIMIT 1) p
+        WHERE s.source IS NOT NULL`,
     );
     this.appendStatement = new PreparedStatement(
       'document-event-append',
@@ -85,6 +133,18 @@ export class DocumentEventsRepository {
   /** Up to `limit` events of `source` after the position (`xid`, `id`), oldest first. */
   page(source: string, after: { xid: string; id: string }, limit: number): Promise<FeedRow[]> {
     return this.feedPage.run(this.events.manager, [source, after.xid, after.id, limit]);
+  }
+
+  /** Up to `limit` events of every source after the position (`xid`, `id`), in the feed's order. */
+  async ofAllSources(after: { xid: string; id: string }, limit: number): Promise<FeedRow[]> {
+    const rows = await this.allSources.run(this.events.manager, [after.xid, after.id, limit]);
+    return rows.map(({ position: _position, ...row }: FeedRow & { position?: unknown }) => row);
+  }
+
+  /** When the oldest event after the position was written (about: each source's first in the feed's order), or null. */
+  async oldestAfter(after: { xid: string; id: string }): Promise<Date | null> {
+    const [row] = await this.oldestAfterStatement.run(this.events.manager, [after.xid, after.id]);
+    return row?.oldest ?? null;
   }
 
   /** A document's events, oldest first. */

@@ -63,7 +63,7 @@ export class DocumentEventsService {
   }
 
   /** An event exactly as the feed lists it; push deliveries send the same view. */
-  static view(row: DocumentEventEntity): DocumentEventView {
+  static view(row: Pick<DocumentEventEntity, 'id' | 'type' | 'documentId' | 'status' | 'previousStatus' | 'createdAt'>): DocumentEventView {
     return {
       id: row.id,
       type: row.type,

@@ -6,6 +6,7 @@ import { Module } from '@nestjs/common';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { DocumentEventsRepository } from './document-events.repository.js';
 import { DocumentEventsService } from './document-events.service.js';
+import { DocumentHistoryService } from './document-history.service.js';
 import { DocumentsController } from './documents.controller.js';
 import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
@@ -27,11 +28,12 @@ import { PaymentsService } from './payments.service.js';
     DocumentsService,
     DocumentEventsRepository,
     DocumentEventsService,
+    DocumentHistoryService,
     PaymentsRepository,
     PaymentsService,
     FeedSignal,
     FeedTransactionCheck,
   ],
-  exports: [DocumentsService, DocumentEventsService, PaymentsService, FeedSignal],
+  exports: [DocumentsService, DocumentEventsService, DocumentHistoryService, PaymentsService, FeedSignal],
 })
 export class DocumentsModule {}

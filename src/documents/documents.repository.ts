@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository, SelectQueryBuilder } from 'typeorm';
+import { MoreThan, Repository, SelectQueryBuilder } from 'typeorm';
 import { columnsOf, placeholders, selectColumns } from '../database/entity-sql.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
 import { BoundLock, Lock, Transaction } from '../database/transaction.js';
@@ -93,6 +93,7 @@ export class DocumentsRepository {
    */
   private readonly findStatement: PreparedStatement<DocumentEntity>;
   private readonly lockedStatement: PreparedStatement<DocumentEntity>;
+  private readonly byIdsStatement: PreparedStatement<DocumentEntity>;
 
   constructor(@InjectRepository(DocumentEntity) private readonly documents: Repository<DocumentEntity>) {
     const { metadata } = documents;
@@ -111,6 +112,8 @@ export class DocumentsRepository {
     );
     this.findStatement = new PreparedStatement('document-find', `SELECT ${columns} FROM documents WHERE id = $1`);
     this.lockedStatement = new PreparedStatement('document-find-locked', `SELECT ${columns} FROM documents WHERE id = $1 FOR UPDATE`);
+    // One array parameter, so the statement's text and plan are the same for any number of documents.
+    this.byIdsStatement = new PreparedStatement('document-find-many', `SELECT ${columns} FROM documents WHERE id = ANY($1::uuid[])`);
   }
 
   /** What a create must know before it decides (CreateFindings), in `tx`, behind the providerReference's lock; with `taken`, whether the externalId or the reference is. */
@@ -145,6 +148,16 @@ export class DocumentsRepository {
   async find(id: string): Promise<DocumentEntity | null> {
     const [document] = await this.findStatement.run(this.documents.manager, [id]);
     return document ?? null;
+  }
+
+  /** These documents, whatever their source (the archive's and its verifier's reads). */
+  byIds(ids: readonly string[]): Promise<DocumentEntity[]> {
+    return ids.length === 0 ? Promise.resolve([]) : this.byIdsStatement.run(this.documents.manager, [ids]);
+  }
+
+  /** Every source's documents in insertion order, `limit` after `seq` (the archive verifier's walk). */
+  inOrder(afterSeq: string, limit: number): Promise<DocumentEntity[]> {
+    return this.documents.find({ where: { seq: MoreThan(afterSeq) }, order: { seq: 'ASC' }, take: limit });
   }
 
   /** The document, locked (FOR UPDATE) until `tx` ends; `locks` taken before it is read. */

@@ -18,6 +18,11 @@ export const API_TAGS = [
   { name: 'events', description: "The feed of the source's document changes, oldest first." },
   { name: 'webhooks', description: "The bank's signed payment status notifications." },
   {
+    name: 'archive',
+    description:
+      'The verifiable archive: every feed event sealed into an append-only RFC 9162 Merkle tree, signed checkpoints, and the proofs a client checks on its own.',
+  },
+  {
     name: 'webhook endpoints',
     description: "Push notifications: the client's HTTPS endpoints that receive the feed's events, signed per Standard Webhooks, and their delivery log.",
   },

@@ -111,7 +111,7 @@ const NOTIFY = new PreparedStatement('outbound-notify', 'SELECT pg_notify($1, $2
 
 /** A delivery leased to this instance, with what its message needs: its endpoint's address and secrets, and the event. */
 export type ClaimedDelivery = Pick<OutboundDeliveryEntity, 'id' | 'endpointId' | 'retryStep'> &
-  Pick<WebhookEndpointEntity, 'url' | 'secret' | 'previousSecret'> & { event: DocumentEventEntity };
+  Pick<WebhookEndpointEntity, 'url' | 'secret' | 'previousSecret'> & { event: Omit<DocumentEventEntity, 'bankEventId'> };
 
 export interface ClaimRequest {
   limit: number;

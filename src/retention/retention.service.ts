@@ -1,6 +1,8 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { AuditLogService } from '../admin/audit-log.service.js';
+import { ArchiveService } from '../archive/archive.service.js';
+import { parseIsoDuration, shortestSeconds } from '../config/iso-duration.js';
 import { describeFailure } from '../common/database-failure.js';
 import { AppConfig } from '../config/app-config.js';
 import { EntityManager } from 'typeorm';
@@ -27,6 +29,8 @@ interface Target {
   tables: readonly string[];
   period: (config: AppConfig) => string;
   purge: (tx: EntityManager, range: PurgeRange) => Promise<PurgeBatch>;
+  /** Why the table must not be purged now, if it must not: rows past their period that something still needs. */
+  heldBack?: (olderThan: Date) => Promise<string | null>;
 }
 
 /**
@@ -53,6 +57,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     deliveries: OutboundDeliveriesService,
     payments: PaymentsService,
     audit: AuditLogService,
+    archive: ArchiveService,
     metrics: MetricsService,
   ) {
     // Events first: their deliveries and attempts go with them, so the deliveries' own walk then finds fewer.
@@ -62,6 +67,11 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
         tables: ['document_events', 'outbound_deliveries', 'outbound_delivery_attempts'],
         period: (c) => c.RETENTION_EVENTS,
         purge: (tx, range) => events.purge(tx, range),
+        // An event the archive has not sealed yet would be lost to it: the feed waits for sealing to catch up.
+        heldBack: async (olderThan) => {
+          const oldest = await archive.oldestUnsealed();
+          return oldest && oldest < olderThan ? 'feed events past RETENTION_EVENTS are not sealed into the archive yet' : null;
+        },
       },
       {
         table: 'outbound_deliveries',
@@ -112,6 +122,12 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     const budget = Math.min(TABLE_BUDGET_MS, (this.config.RETENTION_INTERVAL_SECONDS * 1000) / 2);
     const deadline = performance.now() + budget;
     const olderThan = target.period(this.config);
+    // The earliest the statement's cutoff (now() - period) can be, so that a hold is never too late.
+    const reason = await target.heldBack?.(new Date(Date.now() - shortestSeconds(parseIsoDuration(olderThan)!) * 1000));
+    if (reason) {
+      this.logger.warn({ table: target.table }, `Retention purge held back: ${reason}`);
+      return;
+    }
     let after = '0';
     while (!this.stopped && performance.now() < deadline) {
       const done = await this.transactions.managed(async (tx) => {

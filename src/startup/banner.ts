@@ -16,6 +16,7 @@ export function startupBanner(config: AppConfig, port: number, secrets: StartupS
     `  API documentation    ${base}/docs`,
     `  Admin token          ${describe(secrets.adminToken)}`,
     `  Bank webhook secret  set, ${describe(secrets.webhookSecret)}`,
+    `  Archive signing key  ${describe(secrets.archiveSigningKey)}`,
     '',
   ].join('\n');
 }

@@ -1,3 +1,4 @@
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,24 +19,40 @@ describe('secrets on start-up', () => {
     expect(sources).toEqual({
       adminToken: { file: join(dataDir, 'admin-token'), generated: true },
       webhookSecret: { file: join(dataDir, 'bank-webhook-secret'), generated: true },
+      archiveSigningKey: { file: join(dataDir, 'archive-signing-key.pem'), generated: true },
     });
     expect(first.ADMIN_TOKEN).toMatch(/^[\w-]{43}$/);
     expect(first.BANK_WEBHOOK_SECRET).toMatch(/^[\w-]{43}$/);
     expect(first.ADMIN_TOKEN).not.toBe(first.BANK_WEBHOOK_SECRET);
-    for (const file of ['admin-token', 'bank-webhook-secret']) expect((await stat(join(dataDir, file))).mode & 0o777).toBe(0o600);
+    expect(createPrivateKey(first.ARCHIVE_SIGNING_KEY!).asymmetricKeyType).toBe('ed25519');
+    for (const file of ['admin-token', 'bank-webhook-secret', 'archive-signing-key.pem']) expect((await stat(join(dataDir, file))).mode & 0o777).toBe(0o600);
 
     const again = loadConfig({ DATA_DIR: dataDir });
     expect(await resolveStartupSecrets(again)).toEqual({
       adminToken: { file: join(dataDir, 'admin-token'), generated: false },
       webhookSecret: { file: join(dataDir, 'bank-webhook-secret'), generated: false },
+      archiveSigningKey: { file: join(dataDir, 'archive-signing-key.pem'), generated: false },
     });
-    expect([again.ADMIN_TOKEN, again.BANK_WEBHOOK_SECRET]).toEqual([first.ADMIN_TOKEN, first.BANK_WEBHOOK_SECRET]);
+    expect([again.ADMIN_TOKEN, again.BANK_WEBHOOK_SECRET, again.ARCHIVE_SIGNING_KEY]).toEqual([
+      first.ADMIN_TOKEN,
+      first.BANK_WEBHOOK_SECRET,
+      first.ARCHIVE_SIGNING_KEY,
+    ]);
   });
 
-  it('creates no DATA_DIR when both secrets are set', async () => {
+  it('creates no DATA_DIR when every secret is set', async () => {
     const missing = join(dataDir, 'not-there');
-    const config = loadConfig({ DATA_DIR: missing, ADMIN_TOKEN: 'an-admin-token-from-the-env', BANK_WEBHOOK_SECRET: 'a-webhook-secret-from-env' });
-    expect(await resolveStartupSecrets(config)).toEqual({ adminToken: { variable: 'ADMIN_TOKEN' }, webhookSecret: { variable: 'BANK_WEBHOOK_SECRET' } });
+    const config = loadConfig({
+      DATA_DIR: missing,
+      ADMIN_TOKEN: 'an-admin-token-from-the-env',
+      BANK_WEBHOOK_SECRET: 'a-webhook-secret-from-env',
+      ARCHIVE_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+    });
+    expect(await resolveStartupSecrets(config)).toEqual({
+      adminToken: { variable: 'ADMIN_TOKEN' },
+      webhookSecret: { variable: 'BANK_WEBHOOK_SECRET' },
+      archiveSigningKey: { variable: 'ARCHIVE_SIGNING_KEY' },
+    });
     await expect(stat(missing)).rejects.toThrow('ENOENT');
   });
 
@@ -64,7 +81,11 @@ describe('secrets on start-up', () => {
     expect(restarted).toContain(`Bank webhook secret  set, in ${join(dataDir, 'bank-webhook-secret')} (generated)`);
     expect(restarted).not.toContain('admin-token (generated)');
     expect(
-      startupBanner(loadConfig({ HOST: '::1' }), 8080, { adminToken: { variable: 'ADMIN_TOKEN' }, webhookSecret: { variable: 'BANK_WEBHOOK_SECRET' } }),
+      startupBanner(loadConfig({ HOST: '::1' }), 8080, {
+        adminToken: { variable: 'ADMIN_TOKEN' },
+        webhookSecret: { variable: 'BANK_WEBHOOK_SECRET' },
+        archiveSigningKey: { variable: 'ARCHIVE_SIGNING_KEY' },
+      }),
     ).toContain('http://[::1]:8080/admin');
   });
 });

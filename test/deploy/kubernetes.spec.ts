@@ -69,6 +69,10 @@ const ANNOUNCED_METRICS = [
   'rate_limit_shared_store_up',
   'retention_purged_rows_total',
   'bank_webhook_events_total',
+  'archive_entries_total',
+  'archive_seal_lag_seconds',
+  'archive_tree_size',
+  'archive_verification_failures_total',
 ];
 
 describe('deploy/kubernetes: every manifest against the Kubernetes schemas', () => {
@@ -198,7 +202,13 @@ describe('deploy/kubernetes: the instances', () => {
         optional: valueFrom?.secretKeyRef?.optional ?? false,
       }));
     const env = fromSecret(container.env);
-    expect(env.filter((e) => !e.optional).map((e) => e.name)).toEqual(['DATABASE_URL', 'ADMIN_TOKEN', 'BANK_WEBHOOK_SECRET', 'METRICS_TOKEN']);
+    expect(env.filter((e) => !e.optional).map((e) => e.name)).toEqual([
+      'DATABASE_URL',
+      'ADMIN_TOKEN',
+      'BANK_WEBHOOK_SECRET',
+      'METRICS_TOKEN',
+      'ARCHIVE_SIGNING_KEY',
+    ]);
     expect(env.filter((e) => e.optional).map((e) => e.name)).toEqual(['BANK_WEBHOOK_SECRET_PREVIOUS', 'REDIS_URL', 'OTEL_EXPORTER_OTLP_HEADERS']);
     for (const e of env) expect([e.secret, e.key]).toEqual([secret.metadata!.name, e.name]);
     expect(Object.keys(secret.stringData!).sort()).toEqual(env.map((e) => e.name).sort());
@@ -267,7 +277,7 @@ describe('deploy/kubernetes: the instances', () => {
 describe('deploy/kubernetes/monitoring: alerts and dashboard', () => {
   const known = new Set([...exportedToday(), ...ANNOUNCED_METRICS]);
 
-  it('alerts on what matters: 5xx ratio, not ready, push backlog, database unavailable, pool saturation, rate-limit store down', () => {
+  it('alerts on what matters: 5xx ratio, not ready, push backlog, database unavailable, pool saturation, rate-limit store down, archive seal lag and verification failures', () => {
     const alerts = new Map(alertExpressions().map(({ where, expr }) => [where.replace(/^alert /, ''), metricNames(expr)]));
     expect(alerts).toEqual(
       new Map([
@@ -278,6 +288,8 @@ describe('deploy/kubernetes/monitoring: alerts and dashboard', () => {
         ['TaxDocumentGatewayDatabasePoolSaturated', ['db_pool_connections', 'db_pool_max_connections']],
         ['TaxDocumentGatewayPushBacklog', ['outbound_webhook_oldest_due_age_seconds']],
         ['TaxDocumentGatewayRateLimitStoreDown', ['rate_limit_shared_store_up']],
+        ['TaxDocumentGatewayArchiveSealLag', ['archive_seal_lag_seconds']],
+        ['TaxDocumentGatewayArchiveVerificationFailed', ['archive_verification_failures_total']],
       ]),
     );
     const rule = find('monitoring/prometheusrule.yaml', 'PrometheusRule');

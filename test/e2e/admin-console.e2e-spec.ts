@@ -976,6 +976,27 @@ describeWithBrowser('admin console')('admin console (GET /admin) in a real brows
     expect(problems.filter((s) => !REFUSED_FETCH.test(s))).toEqual([]);
   });
 
+  it("shows a viewer the archive: entries sealed, the seal lag, the latest checkpoint and the last verification's findings", async () => {
+    await waitFor(async () => (await t.db.query('SELECT 1 FROM archive_checkpoints LIMIT 1')).rowCount === 1, 'a first checkpoint');
+    const { p, seen } = await openAs(viewer.token);
+    await go(p, 'archive');
+    await p.getByTestId('archive-checkpoint-note').waitFor();
+    expect(Number(await p.locator('#tile-archive-size-value').textContent())).toBeGreaterThan(0);
+    expect(await p.locator('#tile-archive-lag-value').textContent()).toMatch(/^\d+\.\d s$/);
+    expect(await p.getByTestId('archive-checkpoint-note').textContent()).toMatch(/^\S+\n\d+\n[A-Za-z0-9+/]+=*\n\n— /);
+    expect(await p.getByTestId('archive-verification').textContent()).toContain('tdg archive verify has not been run');
+    // A run that found something, as `tdg archive verify` records it: its findings are listed.
+    await t.db.query(`INSERT INTO archive_verifications (started_at, finished_at, tree_size, finding_count, findings) VALUES (now(), now(), 3, 1, $1)`, [
+      JSON.stringify([{ kind: 'document_changed', documentId: pushDocumentId, index: 0, detail: 'the document differs from its latest entry: totalAmount' }]),
+    ]);
+    await p.getByTestId('refresh-archive').click();
+    await p.getByTestId('archive-finding').waitFor();
+    expect(await p.getByTestId('archive-finding').textContent()).toContain(pushDocumentId);
+    expect(await p.locator('#tile-archive-findings').getAttribute('class')).toContain('tile-alert');
+    expect(seen).toEqual([]);
+    await p.close();
+  });
+
   it('counts one wrong sign-in once against the lockout, and one stale stored token once', async () => {
     const { p, seen } = await open();
     const before = await failures();

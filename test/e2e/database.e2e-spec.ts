@@ -102,7 +102,10 @@ describe('database', () => {
         `SELECT p.proname AS name, pg_get_function_result(p.oid) AS returns FROM pg_proc p
           WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1`,
       );
-      expect(functions).toEqual([{ name: 'enqueue_outbound_delivery', returns: 'trigger' }]);
+      expect(functions).toEqual([
+        { name: 'archive_append_only', returns: 'trigger' },
+        { name: 'enqueue_outbound_delivery', returns: 'trigger' },
+      ]);
       expect(await dataSource.query(`SELECT typname FROM pg_type WHERE typname = 'idempotency_claim_outcome'`)).toEqual([]);
     });
 

@@ -97,13 +97,15 @@ const asRoot = process.getuid?.() === 0;
     expect((await lstat(join(dataDir, 'pg'))).isSymbolicLink()).toBe(true);
     expect((await stat(home)).mode & 0o777).toBe(0o700);
     // The banner is the last thing start-up writes, with no secret in it and no route listing above it.
-    expect(startUp.trimEnd().split('\n').slice(-5)).toEqual([
+    expect(startUp.trimEnd().split('\n').slice(-6)).toEqual([
       `Tax Document Gateway is ready on ${base}`,
       `  Admin console        ${base}/admin`,
       `  API documentation    ${base}/docs`,
       `  Admin token          in ${tokenFile} (generated)`,
       `  Bank webhook secret  set, in ${secretFile} (generated)`,
+      `  Archive signing key  in ${join(dataDir, 'archive-signing-key.pem')} (generated)`,
     ]);
+    expect((await stat(join(dataDir, 'archive-signing-key.pem'))).mode & 0o777).toBe(0o600);
     expect(output).not.toContain(token);
     expect(output).not.toContain(secret);
     expect(output).not.toContain('Mapped {');

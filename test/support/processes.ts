@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 
@@ -75,6 +76,9 @@ export async function startClusterProcess(dataDir: string, port?: number): Promi
  * Node's arguments for the built gateway, as `npm start` and the Dockerfile give them (keep the three in
  * step): a larger young generation, see docs/performance.md.
  */
+/** One archive signing key per test process: instances of one test share it, as a deployment's instances must. */
+export const TEST_ARCHIVE_SIGNING_KEY = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+
 export const GATEWAY_NODE_ARGS = ['--max-semi-space-size=64', join(ROOT, 'dist', 'main.js')];
 
 /**
@@ -87,5 +91,7 @@ export function startGateway(env: NodeJS.ProcessEnv, ownProcessGroup = false): S
   if (!effective.DATA_DIR && !(effective.DATABASE_URL && effective.ADMIN_TOKEN && effective.BANK_WEBHOOK_SECRET)) {
     throw new Error("A test's gateway needs DATA_DIR, or DATABASE_URL, ADMIN_TOKEN and BANK_WEBHOOK_SECRET: it would write into the repository's .data");
   }
-  return spawnNode(GATEWAY_NODE_ARGS, { LOG_LEVEL: 'info', ...env }, ROOT, ownProcessGroup);
+  // Without DATA_DIR, the test's archive key: the gateway would generate one into the repository's .data.
+  const archiveKey = effective.DATA_DIR || effective.ARCHIVE_SIGNING_KEY ? {} : { ARCHIVE_SIGNING_KEY: TEST_ARCHIVE_SIGNING_KEY };
+  return spawnNode(GATEWAY_NODE_ARGS, { LOG_LEVEL: 'info', ...archiveKey, ...env }, ROOT, ownProcessGroup);
 }

@@ -6,10 +6,11 @@ import { createApp } from '../../src/app.factory.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { freePort } from '../../src/database/embedded-postgres.js';
 import { createTestDatabase, dropTestDatabase } from './database.js';
-import { Spawned, startGateway, waitFor } from './processes.js';
+import { Spawned, startGateway, TEST_ARCHIVE_SIGNING_KEY, waitFor } from './processes.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 export const TEST_WEBHOOK_SECRET = 'test-webhook-secret-0123456789abcdef';
+export { TEST_ARCHIVE_SIGNING_KEY };
 
 export interface TestApp {
   app: NestFastifyApplication;
@@ -44,6 +45,7 @@ export async function startTestApp({ env = {}, databaseUrl, extraModules }: Test
     LOG_LEVEL: 'debug',
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+    ARCHIVE_SIGNING_KEY: TEST_ARCHIVE_SIGNING_KEY,
     ...env,
     DATABASE_URL: url,
   });
@@ -77,6 +79,7 @@ export async function startReadyGateway(databaseUrl: string, env: NodeJS.Process
     HOST: '127.0.0.1',
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     BANK_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+    ARCHIVE_SIGNING_KEY: TEST_ARCHIVE_SIGNING_KEY,
     ...env,
   });
   const url = `http://127.0.0.1:${port}`;

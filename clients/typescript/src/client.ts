@@ -1,4 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
+import { Archive, ArchiveOptions } from './archive';
 import { Documents } from './documents';
 import { Events } from './events';
 import type { paths } from './generated/openapi';
@@ -21,6 +22,8 @@ export interface GatewayClientOptions {
   onRetry?: (event: RetryEvent) => void;
   /** A fetch of your own (a proxy agent, instrumentation). Default: the global fetch. */
   fetch?: (request: Request) => Promise<Response>;
+  /** The archive's pinned verifier key and where to keep the newest checkpoint: needed by `archive`. */
+  archive?: ArchiveOptions;
 }
 
 /**
@@ -31,6 +34,8 @@ export class GatewayClient {
   readonly documents: Documents;
   readonly events: Events;
   readonly webhookEndpoints: WebhookEndpoints;
+  /** The verifiable archive, checked on this side; `null` without the `archive` option (its verifier key). */
+  readonly archive: Archive | null;
   /** `webhooks.verify(headers, rawBody, secret)`, also exported on its own for receivers that hold no API key. */
   readonly webhooks = webhooks;
   /** The generated openapi-fetch client, for what this layer does not wrap. Its calls are sent once: no retries, no idempotency key made for you. */
@@ -47,6 +52,7 @@ export class GatewayClient {
     this.documents = new Documents(this.transport);
     this.events = new Events(this.transport);
     this.webhookEndpoints = new WebhookEndpoints(this.transport);
+    this.archive = options.archive ? new Archive(this.transport, this.events, options.archive) : null;
   }
 
   /** The key's source, id, prefix and expiry: a quick check that the key works. */

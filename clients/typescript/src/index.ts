@@ -1,5 +1,33 @@
 export { GatewayClient } from './client';
 export type { GatewayClientOptions } from './client';
+export { Archive } from './archive';
+export type { ArchiveOptions, DocumentVerification } from './archive';
+export {
+  canonicalJson,
+  checkNewCheckpoint,
+  decodeProof,
+  entryLeafHash,
+  MemoryCheckpointStore,
+  openCheckpoint,
+  openNote,
+  parseCheckpoint,
+  parseVerifierKey,
+  verifyConsistency,
+  verifyDocumentArchive,
+  verifyInclusion,
+} from './archive-proofs';
+export type {
+  ArchiveEntry,
+  ArchiveFinding,
+  Checkpoint,
+  CheckpointChange,
+  CheckpointStore,
+  DocumentArchive,
+  DocumentArchiveVerification,
+  TreeHead,
+  VerifierKey,
+  VerifyDocumentArchiveOptions,
+} from './archive-proofs';
 export { Documents } from './documents';
 export { EventFeed, Events } from './events';
 export type { FollowEventsOptions, ListEventsOptions } from './events';

@@ -8,6 +8,7 @@ import { openDocument, refreshDocuments, resetDocuments } from './documents.js';
 import { keys } from './keys.js';
 import { bankEvents, deliveries, endpoints } from './operations.js';
 import { loadAdmins, loadAudit, loadMyTokens, resetPeople } from './people.js';
+import { loadArchive } from './archive.js';
 
 const REFUSED_SSO =
   'Single sign-on did not sign you in: your account is not an enabled administrator of this gateway, or the sign-in was cancelled. ' +
@@ -23,6 +24,7 @@ const VIEWS = {
   'bank-events': { load: () => bankEvents.reload() },
   keys: { load: () => keys.reload() },
   audit: { load: loadAudit },
+  archive: { load: loadArchive },
   admins: { load: loadAdmins, role: 'admin' },
   'my-tokens': { load: loadMyTokens },
 };

@@ -22,6 +22,7 @@ import { SignInStartAddress1795327111522 } from './1795327111522-SignInStartAddr
 import { TraceParent1795327111523 } from './1795327111523-TraceParent.js';
 import { DecisionsInTypeScript1795327111524 } from './1795327111524-DecisionsInTypeScript.js';
 import { ProviderReferenceFirst1795327111525 } from './1795327111525-ProviderReferenceFirst.js';
+import { Archive1795327111526 } from './1795327111526-Archive.js';
 
 /**
  * The migrations, in the order of their timestamps (the order TypeORM runs them in). A list rather than a file pattern, as for the
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   TraceParent1795327111523,
   DecisionsInTypeScript1795327111524,
   ProviderReferenceFirst1795327111525,
+  Archive1795327111526,
 ];
