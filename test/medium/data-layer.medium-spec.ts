@@ -6,6 +6,7 @@ import { afterCommit } from '../../src/database/after-commit.js';
 import { PreparedStatement } from '../../src/database/prepared-statement.js';
 import { Lock, Opening, Transaction, Transactions } from '../../src/database/transaction.js';
 import { mediumModule, Medium } from '../support/medium.js';
+import { PoolStatistics } from '../../src/database/pool-statistics.js';
 import { waitFor } from '../support/processes.js';
 
 const INSERT_PROBE = new PreparedStatement('test-insert-probe', 'INSERT INTO tx_probe (label) VALUES ($1)');
@@ -501,8 +502,13 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, 
     const lost = transactions.begin();
     const [[{ pid }]] = await lost.read({ reads: [BACKEND_PID.with()] });
     lost.write(INSERT_PROBE.with('lost'));
+    const pool = m.moduleRef.get(PoolStatistics);
+    const open = pool.counts().total;
     await m.check.query('SELECT pg_terminate_backend($1)', [pid]);
     await waitFor(async () => (await m.check.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0, 'the session to end');
+    // The server's end of it is gone; the gateway's side learns it when the socket closes, which a busy
+    // process may handle later: until the pool has dropped it, a statement sent would fail as unreachable.
+    await waitFor(async () => pool.counts().total < open, 'the pool to drop the lost connection');
     const failure = await lost.commit().catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(DatabaseUnavailable);
     expect(failure).toMatchObject({ failure: 'session_ended' });
