@@ -3,11 +3,13 @@
  * limit no bench reaches and loopback push receivers allowed; and the admin call that issues a key.
  */
 import { ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { freePort } from '../src/database/embedded-postgres.js';
 import { GATEWAY_NODE_ARGS } from '../test/support/processes.js';
 
 export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789';
 export const BENCH_WEBHOOK_SECRET = 'bench-webhook-secret-0123456789';
+export const BENCH_ARCHIVE_SIGNING_KEY = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
 
 export interface BenchGateway {
   url: string;
@@ -28,6 +30,8 @@ export async function startBenchGateway(databaseUrl: string): Promise<BenchGatew
       LOG_LEVEL: 'silent',
       ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
       BANK_WEBHOOK_SECRET: BENCH_WEBHOOK_SECRET,
+      // Set, so that no key is generated into the repository's .data.
+      ARCHIVE_SIGNING_KEY: process.env.ARCHIVE_SIGNING_KEY ?? BENCH_ARCHIVE_SIGNING_KEY,
       RATE_LIMIT_PER_MINUTE: '1000000',
       // The push receivers listen on loopback.
       OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: 'true',
