@@ -4,13 +4,13 @@ import { describeFailure } from '../common/database-failure.js';
 import { AppConfig } from '../config/app-config.js';
 import { parseIsoDuration, shortestSeconds } from '../config/iso-duration.js';
 import { Transactions } from '../database/transaction.js';
-import { DocumentHistoryService, FEED_START, FeedPosition } from '../documents/document-history.service.js';
+import { DocumentHistoryService, FeedPosition } from '../documents/document-history.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { ArchiveCheckpointEntity } from './archive-checkpoint.entity.js';
 import type { ArchiveEntryEntity } from './archive-entry.entity.js';
 import { entryText } from './archive-entry.js';
 import type { ArchiveNodeEntity } from './archive-node.entity.js';
-import { ArchiveHead, ArchiveRepository } from './archive.repository.js';
+import { ArchiveRepository, positionAfter } from './archive.repository.js';
 import { ArchiveSigner } from './archive-signer.js';
 import { leafHash, nodeHash, NodeRef, nodesCompletedBy, rangeHash, rangeNodes } from './merkle.js';
 
@@ -134,7 +134,7 @@ export class ArchiveSealer implements OnApplicationBootstrap, BeforeApplicationS
       const begun = await this.archive.beginSeal(tx);
       if (!begun.sealing) return { sealing: false, sealed: 0, treeSize: await this.archive.size(), checkpointSigned: false };
       const size = begun.head ? Number(begun.head.index) + 1 : 0;
-      const records = await this.history.after(positionOf(begun.head), SEAL_BATCH);
+      const records = await this.history.after(positionAfter(begun.head), SEAL_BATCH);
       const sealedAt = new Date();
       const treeSize = size + records.length;
       const due = this.checkpointDue(begun.checkpoint, treeSize, sealedAt);
@@ -173,7 +173,7 @@ export class ArchiveSealer implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async position(): Promise<FeedPosition> {
-    return positionOf(await this.archive.latestEntry());
+    return positionAfter(await this.archive.latestEntry());
   }
 
   /**
@@ -206,9 +206,4 @@ export class ArchiveSealer implements OnApplicationBootstrap, BeforeApplicationS
       signedAt,
     };
   }
-}
-
-/** Where in the feed's order sealing goes on after `head`. */
-function positionOf(head: ArchiveHead | null): FeedPosition {
-  return head ? { xid: head.feedXid, id: head.eventId } : FEED_START;
 }

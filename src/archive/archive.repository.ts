@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { LessThan, MoreThan, Repository } from 'typeorm';
+import { MoreThan, Repository } from 'typeorm';
 import { arraysOf, selectColumns, unnestColumnsOf } from '../database/entity-sql.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
 import { Transaction } from '../database/transaction.js';
@@ -8,6 +8,7 @@ import { ArchiveCheckpointEntity } from './archive-checkpoint.entity.js';
 import { ArchiveEntryEntity } from './archive-entry.entity.js';
 import { ArchiveNodeEntity } from './archive-node.entity.js';
 import { ArchiveVerificationEntity } from './archive-verification.entity.js';
+import { FEED_START, FeedPosition } from '../documents/document-history.service.js';
 import type { NodeRef } from './merkle.js';
 
 /** The sealer's advisory lock: its own namespace (7_340_216 to 7_340_220 are the others'), one key. */
@@ -18,6 +19,11 @@ const NODE_COLUMNS = ['level', 'index', 'hash'] as const satisfies readonly (key
 
 /** The newest entry: how far the tree and sealing have come. */
 export type ArchiveHead = Pick<ArchiveEntryEntity, 'index' | 'eventId' | 'feedXid'>;
+
+/** Where in the feed's order sealing goes on after `head`. */
+export function positionAfter(head: ArchiveHead | null): FeedPosition {
+  return head ? { xid: head.feedXid, id: head.eventId } : FEED_START;
+}
 
 /** The archive's tables: written by the sealer only, in its transaction; never updated or deleted (the tables refuse it). */
 @Injectable()
@@ -139,17 +145,6 @@ export class ArchiveRepository {
     return this.nodes.find({ where: { level: 0, index: MoreThan(String(fromIndex - 1)) }, order: { index: 'ASC' }, take: limit });
   }
 
-  /** Which of these feed events have an entry. */
-  async sealedEvents(eventIds: readonly string[]): Promise<Set<string>> {
-    if (eventIds.length === 0) return new Set();
-    const rows = await this.entries
-      .createQueryBuilder('e')
-      .select('e.eventId', 'eventId')
-      .where('e.eventId IN (:...ids)', { ids: eventIds })
-      .getRawMany<{ eventId: string }>();
-    return new Set(rows.map((row) => String(row.eventId)));
-  }
-
   recordVerification(run: Omit<ArchiveVerificationEntity, 'id'>): Promise<ArchiveVerificationEntity> {
     return this.verifications.save(this.verifications.create(run));
   }
@@ -161,10 +156,5 @@ export class ArchiveRepository {
   /** Runs recorded after `afterId` that found something: what archive_verification_failures_total counts. */
   failedVerificationsAfter(afterId: string): Promise<Array<Pick<ArchiveVerificationEntity, 'id'>>> {
     return this.verifications.find({ select: { id: true }, where: { id: MoreThan(afterId), findingCount: MoreThan(0) }, order: { id: 'ASC' } });
-  }
-
-  /** Entries sealed before `at`: for the export's and the verifier's counts. */
-  countSealedBefore(at: Date): Promise<number> {
-    return this.entries.countBy({ sealedAt: LessThan(at) });
   }
 }

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
 import type { AuthenticatedKey } from '../auth/authenticated-key.js';
-import { DocumentHistoryService, FEED_START } from '../documents/document-history.service.js';
+import { DocumentHistoryService } from '../documents/document-history.service.js';
 import { DocumentsService } from '../documents/documents.service.js';
 import type { ArchiveCheckpointEntity } from './archive-checkpoint.entity.js';
 import { entryText } from './archive-entry.js';
-import { ArchiveRepository } from './archive.repository.js';
+import { ArchiveRepository, positionAfter } from './archive.repository.js';
 import { ArchiveSigner } from './archive-signer.js';
 import type { ArchivedEntryDto, DocumentArchiveDto } from './dto/archive-queries.dto.js';
 import { consistencyProofRanges, inclusionProofRanges, NodeRef, nodesForRanges, rangeHash } from './merkle.js';
@@ -77,7 +77,7 @@ export class ArchiveService {
   /** When the oldest feed event not sealed yet was written, or null: what retention must not purge past. */
   async oldestUnsealed(): Promise<Date | null> {
     const head = await this.archive.latestEntry();
-    return this.history.oldestAfter(head ? { xid: head.feedXid, id: head.eventId } : FEED_START);
+    return this.history.oldestAfter(positionAfter(head));
   }
 
   async status(): Promise<ArchiveStatus> {
@@ -86,7 +86,7 @@ export class ArchiveService {
       this.archive.latestCheckpoint(),
       this.archive.latestVerification(),
     ]);
-    const oldest = await this.history.oldestAfter(head ? { xid: head.feedXid, id: head.eventId } : FEED_START);
+    const oldest = await this.history.oldestAfter(positionAfter(head));
     return {
       treeSize: head ? Number(head.index) + 1 : 0,
       sealLagSeconds: oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0,

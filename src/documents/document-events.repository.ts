@@ -24,13 +24,19 @@ export const PURGE_EVENTS = `WITH head AS (
           COALESCE((SELECT count(*) = $3 AND bool_and(expired) FROM head), false) AS more`;
 
 /**
+ * `sources`: every source that has events, by a loose scan of idx_document_events_source_xid_id (one index
+ * probe per source): the start of each statement that reads the feed across sources.
+ */
+const SOURCES = `WITH RECURSIVE sources AS (
+     (SELECT source FROM document_events ORDER BY source LIMIT 1)
+     UNION ALL
+     SELECT (SELECT e.source FROM document_events e WHERE e.source > s.source ORDER BY e.source LIMIT 1) FROM sources s WHERE s.source IS NOT NULL)`;
+
+/**
  * The newest transaction among the events (per source the last entry of idx_document_events_source_xid_id,
  * the sources found by a loose scan of the same index), and the id this cluster gives its next transaction.
  */
-const TRANSACTIONS = `WITH RECURSIVE sources AS (
-     (SELECT source FROM document_events ORDER BY source LIMIT 1)
-     UNION ALL
-     SELECT (SELECT e.source FROM document_events e WHERE e.source > s.source ORDER BY e.source LIMIT 1) FROM sources s WHERE s.source IS NOT NULL),
+const TRANSACTIONS = `${SOURCES},
    newest AS (
      SELECT (SELECT e.xid FROM document_events e WHERE e.source = s.source ORDER BY e.xid DESC LIMIT 1) AS xid
        FROM sources s WHERE s.source IS NOT NULL)
@@ -90,10 +96,7 @@ export class DocumentEventsRepository {
     );
     this.allSources = new PreparedStatement(
       'document-event-all-sources',
-      `WITH RECURSIVE sources AS (
-           (SELECT source FROM document_events ORDER BY source LIMIT 1)
-           UNION ALL
-           SELECT (SELECT e.source FROM document_events e WHERE e.source > s.source ORDER BY e.source LIMIT 1) FROM sources s WHERE s.source IS NOT NULL)
+      `${SOURCES}
        SELECT p.* FROM sources s CROSS JOIN LATERAL (
            SELECT ${selectColumns(events.metadata, { alias: 'e' })}, e.xid::text AS xid, e.xid AS position
              FROM document_events e
@@ -108,10 +111,7 @@ export class DocumentEventsRepository {
     );
     this.oldestAfterStatement = new PreparedStatement(
       'document-event-oldest-after',
-      `WITH RECURSIVE sources AS (
-           (SELECT source FROM document_events ORDER BY source LIMIT 1)
-           UNION ALL
-           SELECT (SELECT e.source FROM document_events e WHERE e.source > s.source ORDER BY e.source LIMIT 1) FROM sources s WHERE s.source IS NOT NULL)
+      `${SOURCES}
        SELECT min(p.created_at) AS oldest FROM sources s CROSS JOIN LATERAL (
            SELECT e.created_at FROM document_events e
             WHERE e.source = s.source AND (e.xid, e.id) > ($1::xid8, $2::bigint)
