@@ -114,7 +114,7 @@ export class ArchiveVerifier {
   /** Writes the whole archive into one JSON Lines file: a header, then each entry, each checkpoint right after the entry that completes its tree. */
   async export(file: string, verifierKey: string, origin: string): Promise<{ treeSize: number; checkpoints: number }> {
     // Opened before anything is read: an existing file is never overwritten, and says so as a refusal.
-    const handle = await open(file, 'wx', 0o644).catch((error: NodeJS.ErrnoException) => {
+    const handle = await open(file, 'wx', 0o600).catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'EEXIST') throw AppError.validation([{ field: 'file', message: 'exists already: the export writes a new file' }]);
       throw error;
     });

@@ -72,6 +72,14 @@ describe('documentAfter: the document as each of its events left it, from the do
     );
   });
 
+  it('takes payment progress applied at the creation itself, as a new document’s waiting bank events are', () => {
+    const at = new Date('2026-12-01T10:00:00.000Z');
+    const first = created(FIELDS, at);
+    const progressed = changed(first.document, { status: 'PENDING_PAYMENT', payment: { status: 'PROCESSING', eventId: 'evt-waiting' }, traceParent: null }, at);
+    expect(progressed.event).toBeNull();
+    expect(onlyPaymentProgress(toDocumentResponse(progressed.document), toDocumentResponse(documentAfter(first.event, progressed.document)))).toBe(true);
+  });
+
   it('refuses any other difference: an amount, a status, a payment that moves a status', () => {
     const { history, last } = live([{ kind: 'bank', status: 'PROCESSING' }]);
     const archived = toDocumentResponse(history[0].document);

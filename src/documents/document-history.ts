@@ -37,7 +37,8 @@ export function documentAfter(event: HistoricEvent, current: DocumentRecord): Do
 /**
  * Whether a document as the API shows it now (`current`) differs from the document as its latest event
  * left it (`archived`) only by payment progress that moves no status (PENDING, PROCESSING: bank events
- * the feed has no event for), made after that event. Anything else means the row was changed outside
+ * the feed has no event for), made with that event or after it (a new document's waiting bank events are
+ * applied at its creation's time). Anything else means the row was changed outside
  * the gateway's rules.
  */
 export function onlyPaymentProgress(current: DocumentResponseDto, archived: DocumentResponseDto): boolean {
@@ -45,5 +46,5 @@ export function onlyPaymentProgress(current: DocumentResponseDto, archived: Docu
   const { payment: _payment, updatedAt: archivedAt, ...archivedFixed } = archived;
   if (canonicalize(fixed) !== canonicalize(archivedFixed)) return false;
   const progress = LIFECYCLE.some((row) => row.from === current.status && row.to === current.status && row.on === payment.status);
-  return progress && payment.lastEventId !== null && payment.updatedAt === updatedAt && Date.parse(updatedAt) > Date.parse(archivedAt);
+  return progress && payment.lastEventId !== null && payment.updatedAt === updatedAt && Date.parse(updatedAt) >= Date.parse(archivedAt);
 }

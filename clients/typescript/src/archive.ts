@@ -141,7 +141,8 @@ function historyFindings(answer: DocumentArchive, current: unknown): DocumentArc
       return;
     }
     const event = parsed.event ?? {};
-    const follows = event.type === 'document.created' ? status === null : status !== null && event.previousStatus === status;
+    // A history may begin with a change: the document's creation predates the archive, as the gateway's verifier allows.
+    const follows = event.type === 'document.created' ? status === null : status === null || event.previousStatus === status;
     if (!follows) findings.push({ index: entry.index, position, problem: `a ${String(event.type)} event does not follow status ${String(status)}` });
     status = event.status ?? null;
     latest = parsed.document ?? null;
@@ -161,6 +162,6 @@ function sameDocument(current: Record<string, unknown>, archived: Record<string,
     canonicalJson(fixed) === canonicalJson(archivedFixed) &&
     PAYMENT_PROGRESS_STATUSES.has(String(progress?.status)) &&
     progress?.updatedAt === updatedAt &&
-    Date.parse(String(updatedAt)) > Date.parse(String(archivedAt))
+    Date.parse(String(updatedAt)) >= Date.parse(String(archivedAt))
   );
 }
