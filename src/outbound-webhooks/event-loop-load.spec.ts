@@ -43,18 +43,30 @@ describe('EventLoopLoad', () => {
     TIMEOUT_MS,
   );
 
-  it('does not count work done before sampling starts (start-up) as load', async () => {
-    const fresh = new EventLoopLoad();
-    spin(1_000);
-    fresh.onModuleInit();
-    try {
-      // After the first window and before the second: the first must not reach back into the spin.
-      await sleep(75);
-      expect(fresh.busy()).toBe(false);
-    } finally {
-      fresh.onApplicationShutdown();
-    }
-  });
+  it(
+    'does not count work done before sampling starts (start-up) as load',
+    async () => {
+      const busyAfterStartUp = async () => {
+        const fresh = new EventLoopLoad();
+        spin(1_000);
+        fresh.onModuleInit();
+        try {
+          // After the first window and before the second: the first must not reach back into the spin.
+          await sleep(75);
+          return fresh.busy();
+        } finally {
+          fresh.onApplicationShutdown();
+        }
+      };
+      // Up to five tries, as below: a process descheduled within the first window really had it full. A first
+      // window that reaches back into the spin is full every time.
+      const tries: boolean[] = [];
+      do tries.push(await busyAfterStartUp());
+      while (tries.at(-1) && tries.length < 5);
+      expect(tries).toContain(false);
+    },
+    TIMEOUT_MS,
+  );
 
   it(
     'is not busy when the loop does a little work at a time',

@@ -1,4 +1,5 @@
 import { documentBody, newIdempotencyKey, newSourceWithKey, postDocument, sendWebhook, signedWebhook } from '../support/factories.js';
+import { waitFor } from '../support/processes.js';
 import { startTestApp, TestApp, TEST_WEBHOOK_SECRET } from '../support/test-app.js';
 
 describe('pooled connections after a burst of requests', () => {
@@ -33,13 +34,21 @@ describe('pooled connections after a burst of requests', () => {
     expect(statuses.filter((code) => ![200, 201, 409, 422].includes(code))).toEqual([]);
     expect(statuses.filter((code) => code === 422)).toHaveLength(10);
 
-    // Every request has been answered: none of the gateway's connections may be left inside a transaction.
+    // Every request has been answered: none of the gateway's connections may stay inside a transaction. The
+    // sealer and the push worker open short ones of their own off the request path, so a transaction seen once
+    // may be theirs and about to end; a connection a request left behind stays, and the wait then runs out.
     const database = new URL(t.databaseUrl).pathname.slice(1);
-    const states = await t.db.query<{ state: string }>(
-      'SELECT state FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND state IS NOT NULL',
-      [database],
+    const settled = await waitFor(
+      async () => {
+        const states = await t.db.query<{ state: string }>(
+          'SELECT state FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND state IS NOT NULL',
+          [database],
+        );
+        return states.rows.some(({ state }) => state.startsWith('idle in transaction')) ? undefined : states.rows;
+      },
+      'no connection idle in a transaction',
+      60_000,
     );
-    expect(states.rows.length).toBeGreaterThan(0);
-    expect(states.rows.filter(({ state }) => state.startsWith('idle in transaction'))).toEqual([]);
+    expect(settled.length).toBeGreaterThan(0);
   });
 });
