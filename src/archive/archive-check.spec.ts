@@ -61,7 +61,7 @@ describe('ArchiveCheck: entries, tree and checkpoints in one pass', () => {
     expect(check.newestVerified).toBe(checkpointOf(texts));
   });
 
-  it('names an edited entry by its stored leaf and by the checkpoint it no longer matches', () => {
+  it('names an edited entry by its stored leaf, by the entry before it and by the checkpoint it no longer matches', () => {
     const texts = entries();
     const signed = new Map([[2, checkpointOf(texts)]]);
     const check = new ArchiveCheck(signer.verifierKey);
@@ -71,6 +71,7 @@ describe('ArchiveCheck: entries, tree and checkpoints in one pass', () => {
     check.checkpoint(2, signed.get(2)!);
     expect(check.findings.map((f) => [f.kind, f.index])).toEqual([
       ['leaf_hash_changed', 1],
+      ['document_changed', 1],
       ['checkpoint_root', null],
     ]);
   });
@@ -81,6 +82,12 @@ describe('ArchiveCheck: entries, tree and checkpoints in one pass', () => {
     expect(check.findings.map((f) => f.kind)).toEqual(['entry_out_of_place', 'entry_out_of_place', 'history_broken']);
     const alone = paid.replace('"index":1', '"index":0');
     expect(run([alone], new Map()).findings).toEqual([]);
+  });
+
+  it('names a row changed by hand between two entries, once a later change seals the changed row', () => {
+    const [created, paid] = entries();
+    const laundered = paid.replace('"totalAmount":"119.00"', '"totalAmount":"11.90"');
+    expect(run([created, laundered], new Map()).findings.map((f) => [f.kind, f.index])).toEqual([['document_changed', 1]]);
   });
 
   it('names a checkpoint signed by another key, and one that claims entries that are not there', () => {

@@ -1,5 +1,6 @@
 import canonicalize from 'canonicalize';
 import { createHash } from 'node:crypto';
+import { unchangingPart } from '../documents/document-history.js';
 import { ArchiveEntry, parseEntry } from './archive-entry.js';
 import { EMPTY_ROOT, leafHash, nodeHash } from './merkle.js';
 import { openNote, parseCheckpoint } from './signed-note.js';
@@ -29,12 +30,13 @@ export interface Finding {
  * The checks that need only the entries and checkpoints, as one pass: used on the database and on an
  * export file alike. Entries go in in order (`entry`), each checkpoint as soon as the entries reach its
  * tree size (`checkpoint`; one beyond the last entry at the end). It keeps the tree's right edge (O(log n)
- * hashes) and per document only its last status: memory grows with documents, not entries.
+ * hashes) and per document only its last status and a digest of what no event changes: memory grows with
+ * documents, not entries.
  */
 export class ArchiveCheck {
   readonly findings: Finding[] = [];
   private readonly edge: Array<{ level: number; hash: Buffer }> = [];
-  private readonly lastStatus = new Map<string, string>();
+  private readonly lastOf = new Map<string, { status: string; unchanging: string }>();
   private size = 0;
   private previous: { size: number; rootHash: Buffer } | null = null;
   /** When the first entry's event was written: a document unchanged since before then predates the archive. */
@@ -142,20 +144,30 @@ export class ArchiveCheck {
 
   /**
    * Each document's entries must tell its history: created first, then each change from the status before
-   * it. A document whose first entry is a change was created before the archive began (its creation's feed
-   * event purged before it was sealed): its history starts there. Entries are contiguous and in the tree, so
-   * an entry cannot go missing from inside one.
+   * it, with everything but the status and the payment as it was. A document whose first entry is a change
+   * was created before the archive began (its creation's feed event purged before it was sealed): its
+   * history starts there. Entries are contiguous and in the tree, so an entry cannot go missing from inside
+   * one, and a row changed by hand between two of its entries shows in the later one.
    */
   private followHistory(entry: ArchiveEntry, index: number): void {
     const { event, document } = entry;
     this.firstEventAt ??= Date.parse(event.createdAt);
-    const before = this.lastStatus.get(document.id);
-    const follows = event.type === 'document.created' ? before === undefined : before === undefined || before === event.previousStatus;
+    const before = this.lastOf.get(document.id);
+    const follows = event.type === 'document.created' ? before === undefined : before === undefined || before.status === event.previousStatus;
     if (!follows) {
-      this.find('history_broken', document.id, index, `a ${event.type} event from ${String(event.previousStatus)} follows status ${String(before ?? 'none')}`);
+      this.find(
+        'history_broken',
+        document.id,
+        index,
+        `a ${event.type} event from ${String(event.previousStatus)} follows status ${String(before?.status ?? 'none')}`,
+      );
     }
     if (document.status !== event.status) this.find('history_broken', document.id, index, "the entry's document is not in the status of its event");
-    this.lastStatus.set(document.id, event.status);
+    const unchanging = digestOf(unchangingPart(document));
+    if (before && before.unchanging !== unchanging) {
+      this.find('document_changed', document.id, index, 'fields no event changes differ from the entry before: the row was changed between the two');
+    }
+    this.lastOf.set(document.id, { status: event.status, unchanging });
   }
 }
 

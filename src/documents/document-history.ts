@@ -41,6 +41,12 @@ export function documentAfter(event: HistoricEvent, current: DocumentRecord): Do
  * applied at its creation's time). Anything else means the row was changed outside
  * the gateway's rules.
  */
+/** A document without what its events set (status, payment, updatedAt): what stays as it was created, entry after entry. */
+export function unchangingPart(document: DocumentResponseDto): Omit<DocumentResponseDto, 'status' | 'payment' | 'updatedAt'> {
+  const { status: _status, payment: _payment, updatedAt: _updatedAt, ...unchanging } = document;
+  return unchanging;
+}
+
 export function onlyPaymentProgress(current: DocumentResponseDto, archived: DocumentResponseDto): boolean {
   const { payment, updatedAt, ...fixed } = current;
   const { payment: _payment, updatedAt: archivedAt, ...archivedFixed } = archived;

@@ -550,6 +550,49 @@ describe('the archive: every feed event sealed, proven and verified', () => {
       expect(rerun.code).toBe(6);
       expect(JSON.parse(rerun.stdout).findings).toContainEqual(expect.objectContaining({ kind: 'log_rewritten' }));
     });
+
+    // Last: the changed row stays sealed in its entry, so every run after this one finds it.
+    it('names an amount changed by SQL that a later, legitimate change sealed into its entry', async () => {
+      const laundered = (await postDocument(t.app, key, documentBody(source, { providerReference: 'PAY-LAUNDER' }))).json<{ id: string }>();
+      await sealedAndSigned(laundered.id, 1);
+      await t.db.query(`UPDATE documents SET total_amount = '1190.00' WHERE id = $1`, [laundered.id]);
+      // The bank's payment is real: its entry takes the row as it is now, so the row matches its latest entry.
+      await sendWebhook(
+        t.app,
+        signedWebhook(TEST_WEBHOOK_SECRET, { eventId: 'evt-launder-paid', eventType: 'PAYMENT_STATUS', status: 'PAID', providerReference: 'PAY-LAUNDER' }),
+      );
+      const answer = await sealedAndSigned(laundered.id, 2);
+      expect(JSON.parse(answer.entries[1].entry)).toMatchObject({ document: { totalAmount: '1190.00', status: 'PAID' } });
+      const { run, report } = await findings('document_changed');
+      expect(run.code).toBe(6);
+      expect(report.findings).toContainEqual(expect.objectContaining({ kind: 'document_changed', documentId: laundered.id, index: answer.entries[1].index }));
+      const seen = await client.archive!.verifyDocument(laundered.id);
+      expect(seen.ok).toBe(false);
+      expect(seen.findings).toContainEqual(expect.objectContaining({ index: answer.entries[1].index, problem: expect.stringContaining('the entry before') }));
+    });
+
+    it('names a log cut short: its last entry removed with the feed event and the change it sealed', async () => {
+      const cut = (await postDocument(t.app, key, documentBody(source, { providerReference: 'PAY-CUT' }))).json<{ id: string }>();
+      await cancelDocument(t.app, key, cut.id);
+      const answer = await sealedAndSigned(cut.id, 2);
+      const last = answer.entries[1].index!;
+      const [{ size }] = (await t.db.query<{ size: number }>('SELECT count(*)::int AS size FROM archive_entries')).rows;
+      expect(size).toBe(last + 1);
+      // Everything the cancel left, gone: its entry and the tree nodes it completed, its feed event, the row's change.
+      await asOwner((db) =>
+        db.query(
+          'DELETE FROM archive_entries WHERE index = $1; DELETE FROM archive_nodes WHERE index = ($1::bigint >> level) AND ($1::bigint + 1) % (1::bigint << level) = 0'.replaceAll(
+            '$1',
+            String(last),
+          ),
+        ),
+      );
+      await t.db.query(`DELETE FROM document_events WHERE document_id = $1 AND status = 'CANCELLED'`, [cut.id]);
+      await t.db.query(`UPDATE documents SET status = 'PENDING_PAYMENT', updated_at = created_at WHERE id = $1`, [cut.id]);
+      const { run, report } = await findings('checkpoint_beyond_entries');
+      expect(run.code).toBe(6);
+      expect(report.findings).toContainEqual(expect.objectContaining({ kind: 'checkpoint_beyond_entries', detail: expect.stringContaining(`(${last} are)`) }));
+    });
   });
 });
 

@@ -126,12 +126,14 @@ export class Archive {
 }
 
 /**
- * The entries as one history (created first, each change from the status before it) and the document as the
- * API answers it against the latest entry's: only payment progress that moves no status may differ.
+ * The entries as one history (created first, each change from the status before it, with every field but the
+ * status, the payment and updatedAt as it was) and the document as the API answers it against the latest
+ * entry's: only payment progress that moves no status may differ.
  */
 function historyFindings(answer: DocumentArchive, current: unknown): DocumentArchiveVerification['findings'] {
   const findings: DocumentArchiveVerification['findings'] = [];
   let status: string | null = null;
+  let unchanging: string | null = null;
   let latest: Record<string, unknown> | null = null;
   answer.entries.forEach((entry, position) => {
     let parsed: { event?: { type?: string; status?: string; previousStatus?: string | null }; document?: Record<string, unknown> };
@@ -144,7 +146,17 @@ function historyFindings(answer: DocumentArchive, current: unknown): DocumentArc
     // A history may begin with a change: the document's creation predates the archive, as the gateway's verifier allows.
     const follows = event.type === 'document.created' ? status === null : status === null || event.previousStatus === status;
     if (!follows) findings.push({ index: entry.index, position, problem: `a ${String(event.type)} event does not follow status ${String(status)}` });
+    const { status: _status, payment: _payment, updatedAt: _updatedAt, ...rest } = parsed.document ?? {};
+    const next = canonicalJson(rest);
+    if (unchanging !== null && next !== unchanging) {
+      findings.push({
+        index: entry.index,
+        position,
+        problem: 'fields no event changes differ from the entry before: the document was changed between the two',
+      });
+    }
     status = event.status ?? null;
+    unchanging = next;
     latest = parsed.document ?? null;
   });
   if (latest && !sameDocument(current as Record<string, unknown>, latest)) {
