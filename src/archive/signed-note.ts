@@ -2,21 +2,21 @@ import { createHash, createPublicKey, KeyObject, sign, verify } from 'node:crypt
 
 /**
  * Transparency-log checkpoints (c2sp.org/tlog-checkpoint) and the signed notes that carry them
- * (c2sp.org/signed-note), with Ed25519 keys, as golang.org/x/mod/sumdb/note and Sigstore read and write them.
+ * (c2sp.org/signed-note), with Ed25519 keys; signed-note.spec.ts checks them against other implementations' published vectors.
  *
  * A signed note is its text (ending in a newline), a blank line, and one or more lines
  * `— <key name> <base64(4-byte key ID || signature)>`; the signature is over the text exactly. A verifier key
  * is `<name>+<key ID in hex>+<base64(0x01 || 32-byte public key)>`, the key ID being the first four bytes of
  * SHA-256(name || 0x0A || 0x01 || public key).
  *
- * Only node:crypto: Ed25519 is deterministic, so what this signs is byte for byte what Go's note.Sign would.
+ * Only node:crypto: Ed25519 is deterministic, so the same key and text give the same note in any implementation.
  */
 
 /** The signature type byte of Ed25519 in signed notes and verifier keys. */
 const ALG_ED25519 = 0x01;
 /** The DER prefix of an Ed25519 SubjectPublicKeyInfo, before the 32 bytes of the key. */
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
-/** Go's limit (and far above the 16 that c2sp.org/signed-note requires verifiers to accept). */
+/** Far above the 16 signatures that c2sp.org/signed-note requires verifiers to accept. */
 const MAX_SIGNATURES = 100;
 const SIGNATURE_PREFIX = '\u2014 ';
 
@@ -24,7 +24,7 @@ const SIGNATURE_PREFIX = '\u2014 ';
 const CONTROL = /[\x00-\x09\x0b-\x1f]/;
 /** A UTF-16 surrogate without its pair: a string that has no UTF-8 encoding, so no bytes to sign. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-/** Standard, padded base64 (RFC 4648 section 4), as Go's base64.StdEncoding reads it. */
+/** Standard, padded base64 (RFC 4648 section 4), as signed notes carry it. */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const SIZE = /^(?:0|[1-9][0-9]*)$/;
 
@@ -41,7 +41,7 @@ function isNoteSafe(text: string): boolean {
   return !CONTROL.test(text) && !LONE_SURROGATE.test(text);
 }
 
-/** A key name: non-empty, no plus, no Unicode white space (Go's isValidName), and nothing a note may not hold. */
+/** A key name: non-empty, no plus, no Unicode white space (c2sp.org/signed-note), and nothing a note may not hold. */
 function isValidName(name: string): boolean {
   return name !== '' && !name.includes('+') && !/\p{White_Space}/u.test(name) && isNoteSafe(name);
 }
@@ -101,7 +101,7 @@ export interface NoteSigner {
   name: string;
   /** The 4-byte key ID that prefixes its signatures. */
   keyId: Buffer;
-  /** `<name>+<key ID>+<base64(0x01 || public key)>`, what openNote and Go's note.NewVerifier take. */
+  /** `<name>+<key ID>+<base64(0x01 || public key)>`, what openNote and other signed-note verifiers take. */
   verifierKey: string;
   /**
    * The signed note of `text`: the text, a blank line, and this key's signature line. Throws a TypeError on a
