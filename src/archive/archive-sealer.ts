@@ -132,9 +132,9 @@ export class ArchiveSealer implements OnApplicationBootstrap, BeforeApplicationS
   async sealOnce(): Promise<SealOutcome> {
     const outcome = await this.transactions.run(async (tx) => {
       const begun = await this.archive.beginSeal(tx);
-      if (!begun.sealing) return { sealing: false, sealed: 0, treeSize: await this.archive.size(), checkpointSigned: false };
       const size = begun.head ? Number(begun.head.index) + 1 : 0;
-      const records = await this.history.after(positionAfter(begun.head), SEAL_BATCH);
+      if (!begun.sealing) return { sealing: false, sealed: 0, treeSize: size, checkpointSigned: false };
+      const records = await this.history.after(positionAfter(begun.head), SEAL_BATCH, tx);
       const sealedAt = new Date();
       const treeSize = size + records.length;
       const due = this.checkpointDue(begun.checkpoint, treeSize, sealedAt);

@@ -63,7 +63,8 @@ export class ArchiveVerifier {
       if (records.length < PAGE) break;
       position = records[records.length - 1].position;
     }
-    const feedKeptSince = startedAt.getTime() - this.feedRetentionMs;
+    // Retention may have purged, while the feed was read, events up to RETENTION_EVENTS before the read's end.
+    const feedKeptSince = Date.now() - this.feedRetentionMs;
     const checkpoints = this.checkpointsInOrder();
     let next = await checkpoints.next();
     let checked = 0;

@@ -68,14 +68,14 @@ export class ArchiveRepository {
   }
 
   /**
-   * Takes the sealer's lock in `tx` when free, then reads, behind it, the newest entry and checkpoint:
-   * what the previous seal, by any instance, committed.
+   * Takes the sealer's lock in `tx` when free and reads, in the same round trip, the newest entry and
+   * checkpoint. Each statement reads what committed before it began (READ COMMITTED), so behind the lock they
+   * see what the previous seal, by any instance, committed. Nothing else is read while `tx` holds its
+   * connection: a second one taken from the pool then could wait on requests that wait on this one.
    */
-  async beginSeal(tx: Transaction): Promise<{ sealing: false } | { sealing: true; head: ArchiveHead | null; checkpoint: ArchiveCheckpointEntity | null }> {
-    const [[lock]] = await tx.read({ reads: [this.sealLock.with()] });
-    if (!lock.sealing) return { sealing: false };
-    const [[head], [checkpoint]] = await tx.read({ reads: [this.head.with(), this.latestCheckpointStatement.with()] });
-    return { sealing: true, head: head ?? null, checkpoint: checkpoint ?? null };
+  async beginSeal(tx: Transaction): Promise<{ sealing: boolean; head: ArchiveHead | null; checkpoint: ArchiveCheckpointEntity | null }> {
+    const [[lock], [head], [checkpoint]] = await tx.read({ reads: [this.sealLock.with(), this.head.with(), this.latestCheckpointStatement.with()] });
+    return { sealing: lock.sealing, head: head ?? null, checkpoint: checkpoint ?? null };
   }
 
   /** The stored hashes of `wanted`, by "level:index"; in `tx` when given. */

@@ -136,8 +136,10 @@ export class DocumentEventsRepository {
   }
 
   /** Up to `limit` events of every source after the position (`xid`, `id`), in the feed's order. */
-  async ofAllSources(after: { xid: string; id: string }, limit: number): Promise<FeedRow[]> {
-    const rows = await this.allSources.run(this.events.manager, [after.xid, after.id, limit]);
+  async ofAllSources(after: { xid: string; id: string }, limit: number, tx?: Transaction): Promise<FeedRow[]> {
+    const rows = tx
+      ? (await tx.read({ reads: [this.allSources.with(after.xid, after.id, limit)] }))[0]
+      : await this.allSources.run(this.events.manager, [after.xid, after.id, limit]);
     return rows.map(({ position: _position, ...row }: FeedRow & { position?: unknown }) => row);
   }
 

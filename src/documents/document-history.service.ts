@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Transaction } from '../database/transaction.js';
 import type { DocumentRecord } from './document-changes.js';
 import { DocumentEventsRepository } from './document-events.repository.js';
 import { DocumentEventsService, DocumentEventView } from './document-events.service.js';
@@ -33,10 +34,10 @@ export class DocumentHistoryService {
     private readonly documents: DocumentsRepository,
   ) {}
 
-  /** Up to `limit` feed events of every source after `after`, in the feed's order, each with its document as it left it. */
-  async after(after: FeedPosition, limit: number): Promise<HistoricRecord[]> {
-    const rows = await this.events.ofAllSources(after, limit);
-    const documents = new Map((await this.documents.byIds([...new Set(rows.map((row) => row.documentId))])).map((d) => [d.id, withoutSeq(d)]));
+  /** Up to `limit` feed events of every source after `after`, in the feed's order, each with its document as it left it; in `tx` when given. */
+  async after(after: FeedPosition, limit: number, tx?: Transaction): Promise<HistoricRecord[]> {
+    const rows = await this.events.ofAllSources(after, limit, tx);
+    const documents = new Map((await this.documents.byIds([...new Set(rows.map((row) => row.documentId))], tx)).map((d) => [d.id, withoutSeq(d)]));
     return rows.map((row) => {
       const current = documents.get(row.documentId);
       // A feed event's document is never deleted (fk_document_events_document cascades the other way).

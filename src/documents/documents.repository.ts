@@ -151,8 +151,10 @@ export class DocumentsRepository {
   }
 
   /** These documents, whatever their source (the archive's and its verifier's reads). */
-  byIds(ids: readonly string[]): Promise<DocumentEntity[]> {
-    return ids.length === 0 ? Promise.resolve([]) : this.byIdsStatement.run(this.documents.manager, [ids]);
+  /** In `tx` when given. */
+  async byIds(ids: readonly string[], tx?: Transaction): Promise<DocumentEntity[]> {
+    if (ids.length === 0) return [];
+    return tx ? (await tx.read({ reads: [this.byIdsStatement.with(ids)] }))[0] : this.byIdsStatement.run(this.documents.manager, [ids]);
   }
 
   /** Every source's documents in insertion order, `limit` after `seq` (the archive verifier's walk). */
