@@ -81,6 +81,10 @@ export class ArchiveVerifier {
         }
         const entry = check.entry(index, row.entry, leafOf.get(index) ?? Buffer.alloc(0));
         if (!entry) continue;
+        // The columns a document's archive answer and sealing's position are read by, against the text they came from.
+        if (row.eventId !== entry.event.id || row.documentId !== entry.document.id || row.source !== entry.document.source) {
+          check.find('entry_malformed', entry.document.id, index, "the entry's stored event, document or source is not its text's");
+        }
         const inFeed = feed.get(entry.event.id);
         feed.delete(entry.event.id);
         if (inFeed && inFeed.digest !== digestOf(entry.event))

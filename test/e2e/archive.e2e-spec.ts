@@ -456,6 +456,19 @@ describe('the archive: every feed event sealed, proven and verified', () => {
       }
     });
 
+    it("names an entry moved to another document by its column, out of that document's archive answer", async () => {
+      const [{ index }] = (await t.db.query<{ index: string }>(`SELECT max(index)::text AS index FROM archive_entries WHERE document_id = $1`, [doc.id])).rows;
+      const other = '00000000-0000-4000-8000-000000000000';
+      await asOwner((db) => db.query(`UPDATE archive_entries SET document_id = $2 WHERE index = $1`, [index, other]));
+      try {
+        expect((await archiveOf(doc.id)).entries.map((e) => e.index)).not.toContain(Number(index));
+        const { report } = await findings('entry_malformed');
+        expect(report.findings).toContainEqual(expect.objectContaining({ kind: 'entry_malformed', documentId: doc.id, index: Number(index) }));
+      } finally {
+        await asOwner((db) => db.query(`UPDATE archive_entries SET document_id = $2 WHERE index = $1`, [index, doc.id]));
+      }
+    });
+
     it('names a checkpoint replaced by one signed with another key', async () => {
       // Once the latest checkpoint covers every entry, it stays the latest: the one the client is answered with.
       await waitFor(async () => {
