@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { MoreThan, Repository } from 'typeorm';
 import { arraysOf, selectColumns, unnestColumnsOf } from '../database/entity-sql.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
-import { Transaction } from '../database/transaction.js';
+import { rowsOf, Transaction } from '../database/transaction.js';
 import { ArchiveCheckpointEntity } from './archive-checkpoint.entity.js';
 import { ArchiveEntryEntity } from './archive-entry.entity.js';
 import { ArchiveNodeEntity } from './archive-node.entity.js';
@@ -85,7 +85,7 @@ export class ArchiveRepository {
       wanted.map((node) => node.level),
       wanted.map((node) => String(node.index)),
     );
-    const rows = tx ? (await tx.read({ reads: [bound] }))[0] : await this.nodesStatement.run(this.nodes.manager, bound.values);
+    const rows = await rowsOf(bound, this.nodes.manager, tx);
     return new Map(rows.map((row) => [`${row.level}:${row.index}`, row.hash]));
   }
 

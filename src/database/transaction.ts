@@ -325,6 +325,11 @@ export class Transaction {
   }
 }
 
+/** `bound`'s rows: read in `tx` (on its connection) when given, else run alone on a pooled connection. */
+export async function rowsOf<Row extends QueryResultRow>(bound: Bound<Row>, manager: EntityManager, tx?: Transaction): Promise<Row[]> {
+  return tx ? (await tx.read({ reads: [bound] }))[0] : bound.statement.run(manager, bound.values);
+}
+
 /** Opens transactions: the one place in the gateway that does (docs/architecture.md, "One shape for every write"). */
 @Injectable()
 export class Transactions {

@@ -4,7 +4,7 @@ import { EntityManager, In, Repository } from 'typeorm';
 import { arraysOf, selectColumns, unnestColumnsOf } from '../database/entity-sql.js';
 import { PurgeBatch, PurgeRange } from '../database/purge-batch.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
-import { Transaction } from '../database/transaction.js';
+import { rowsOf, Transaction } from '../database/transaction.js';
 import type { NewDocumentEvent } from './document-changes.js';
 import { DocumentEventEntity } from './document-event.entity.js';
 
@@ -137,9 +137,7 @@ export class DocumentEventsRepository {
 
   /** Up to `limit` events of every source after the position (`xid`, `id`), in the feed's order. */
   async ofAllSources(after: { xid: string; id: string }, limit: number, tx?: Transaction): Promise<FeedRow[]> {
-    const rows = tx
-      ? (await tx.read({ reads: [this.allSources.with(after.xid, after.id, limit)] }))[0]
-      : await this.allSources.run(this.events.manager, [after.xid, after.id, limit]);
+    const rows = await rowsOf(this.allSources.with(after.xid, after.id, limit), this.events.manager, tx);
     return rows.map(({ position: _position, ...row }: FeedRow & { position?: unknown }) => row);
   }
 

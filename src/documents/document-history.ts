@@ -34,6 +34,12 @@ export function documentAfter(event: HistoricEvent, current: DocumentRecord): Do
   return { ...current, status: event.status, updatedAt: at };
 }
 
+/** A document without what its events set (status, payment, updatedAt): what stays as it was created, entry after entry. */
+export function unchangingPart(document: DocumentResponseDto): Omit<DocumentResponseDto, 'status' | 'payment' | 'updatedAt'> {
+  const { status: _status, payment: _payment, updatedAt: _updatedAt, ...unchanging } = document;
+  return unchanging;
+}
+
 /**
  * Whether a document as the API shows it now (`current`) differs from the document as its latest event
  * left it (`archived`) only by payment progress that moves no status (PENDING, PROCESSING: bank events
@@ -41,16 +47,9 @@ export function documentAfter(event: HistoricEvent, current: DocumentRecord): Do
  * applied at its creation's time). Anything else means the row was changed outside
  * the gateway's rules.
  */
-/** A document without what its events set (status, payment, updatedAt): what stays as it was created, entry after entry. */
-export function unchangingPart(document: DocumentResponseDto): Omit<DocumentResponseDto, 'status' | 'payment' | 'updatedAt'> {
-  const { status: _status, payment: _payment, updatedAt: _updatedAt, ...unchanging } = document;
-  return unchanging;
-}
-
 export function onlyPaymentProgress(current: DocumentResponseDto, archived: DocumentResponseDto): boolean {
-  const { payment, updatedAt, ...fixed } = current;
-  const { payment: _payment, updatedAt: archivedAt, ...archivedFixed } = archived;
-  if (canonicalize(fixed) !== canonicalize(archivedFixed)) return false;
+  if (current.status !== archived.status || canonicalize(unchangingPart(current)) !== canonicalize(unchangingPart(archived))) return false;
+  const { payment, updatedAt } = current;
   const progress = LIFECYCLE.some((row) => row.from === current.status && row.to === current.status && row.on === payment.status);
-  return progress && payment.lastEventId !== null && payment.updatedAt === updatedAt && Date.parse(updatedAt) >= Date.parse(archivedAt);
+  return progress && payment.lastEventId !== null && payment.updatedAt === updatedAt && Date.parse(updatedAt) >= Date.parse(archived.updatedAt);
 }

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { MoreThan, Repository, SelectQueryBuilder } from 'typeorm';
 import { columnsOf, placeholders, selectColumns } from '../database/entity-sql.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
-import { BoundLock, Lock, Transaction } from '../database/transaction.js';
+import { BoundLock, Lock, rowsOf, Transaction } from '../database/transaction.js';
 import type { DocumentRecord, DocumentState } from './document-changes.js';
 import { DocumentEntity } from './document.entity.js';
 import type { DocumentStatus } from './lifecycle.js';
@@ -150,11 +150,9 @@ export class DocumentsRepository {
     return document ?? null;
   }
 
-  /** These documents, whatever their source (the archive's and its verifier's reads). */
-  /** In `tx` when given. */
+  /** These documents, whatever their source (the archive's and its verifier's reads); in `tx` when given. */
   async byIds(ids: readonly string[], tx?: Transaction): Promise<DocumentEntity[]> {
-    if (ids.length === 0) return [];
-    return tx ? (await tx.read({ reads: [this.byIdsStatement.with(ids)] }))[0] : this.byIdsStatement.run(this.documents.manager, [ids]);
+    return ids.length === 0 ? [] : rowsOf(this.byIdsStatement.with(ids), this.documents.manager, tx);
   }
 
   /** Every source's documents in insertion order, `limit` after `seq` (the archive verifier's walk). */

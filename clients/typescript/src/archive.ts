@@ -159,8 +159,7 @@ function historyFindings(answer: DocumentArchive, current: unknown): DocumentArc
     // A history may begin with a change: the document's creation predates the archive, as the gateway's verifier allows.
     const follows = event.type === 'document.created' ? status === null : status === null || event.previousStatus === status;
     if (!follows) findings.push({ index: entry.index, position, problem: `a ${String(event.type)} event does not follow status ${String(status)}` });
-    const { status: _status, payment: _payment, updatedAt: _updatedAt, ...rest } = parsed.document ?? {};
-    const next = canonicalJson(rest);
+    const next = unchangingJson(parsed.document ?? {});
     if (unchanging !== null && next !== unchanging) {
       findings.push({
         index: entry.index,
@@ -190,15 +189,21 @@ function differsFromLatest(answer: DocumentArchive, current: unknown): boolean {
   return latest !== undefined && !sameDocument(current as Record<string, unknown>, latest);
 }
 
+/** A document's canonical JSON without what its events set (status, payment, updatedAt): the same in every entry of it. */
+function unchangingJson(document: Record<string, unknown>): string {
+  const { status: _status, payment: _payment, updatedAt: _updatedAt, ...unchanging } = document;
+  return canonicalJson(unchanging);
+}
+
 function sameDocument(current: Record<string, unknown>, archived: Record<string, unknown>): boolean {
   if (canonicalJson(current) === canonicalJson(archived)) return true;
-  const { payment, updatedAt, ...fixed } = current;
-  const { payment: _payment, updatedAt: archivedAt, ...archivedFixed } = archived;
+  const { payment, updatedAt } = current;
   const progress = payment as { status?: string; updatedAt?: string } | undefined;
   return (
-    canonicalJson(fixed) === canonicalJson(archivedFixed) &&
+    current.status === archived.status &&
+    unchangingJson(current) === unchangingJson(archived) &&
     PAYMENT_PROGRESS_STATUSES.has(String(progress?.status)) &&
     progress?.updatedAt === updatedAt &&
-    Date.parse(String(updatedAt)) >= Date.parse(String(archivedAt))
+    Date.parse(String(updatedAt)) >= Date.parse(String(archived.updatedAt))
   );
 }
