@@ -123,14 +123,18 @@ export class DocumentsRepository {
     { taken }: { taken: boolean },
   ): Promise<CreateFindings> {
     const { source, externalId, providerReference } = document;
-    const [[row]] = await tx.read({
-      locks: providerReference ? [PROVIDER_REFERENCE.with(providerReference)] : [],
-      reads: [taken ? this.createFindingsTaken.with(source, externalId, providerReference) : this.createFindings.with(providerReference)],
-    });
+    // Without a reference nothing holds it or waits for it. Asked all the same, PostgreSQL would plan the
+    // statement afresh on every call: a null folds its custom plan to nothing, cheaper than the generic one.
+    const asked = taken
+      ? this.createFindingsTaken.with(source, externalId, providerReference)
+      : providerReference
+        ? this.createFindings.with(providerReference)
+        : null;
+    const [[row] = []] = await tx.read({ locks: providerReference ? [PROVIDER_REFERENCE.with(providerReference)] : [], reads: asked ? [asked] : [] });
     return {
       taken: taken ? { externalId: row.externalIdTaken === true, reference: row.referenceTaken === true } : null,
-      heldBy: row.heldById && row.heldBySource ? { id: row.heldById, source: row.heldBySource } : null,
-      waiting: row.waiting,
+      heldBy: row?.heldById && row.heldBySource ? { id: row.heldById, source: row.heldBySource } : null,
+      waiting: row?.waiting ?? [],
     };
   }
 
