@@ -4,6 +4,7 @@ import type { DocumentStatus } from './lifecycle.js';
 export const DOCUMENT_TYPES = ['INVOICE', 'CREDIT_NOTE', 'RECEIPT', 'TAX_RETURN'] as const;
 export type DocumentType = (typeof DOCUMENT_TYPES)[number];
 
+/** Columns in the table's stored order (trace_parent came last), so that a plain read of whole rows projects nothing. */
 @Entity('documents')
 @Check('ck_documents_status', `status IN ('PENDING_PAYMENT', 'PAID', 'PAYMENT_FAILED', 'CANCELLED', 'REFUNDED')`)
 @Check('ck_documents_type', `type IN ('INVOICE', 'CREDIT_NOTE', 'RECEIPT', 'TAX_RETURN')`)
@@ -73,13 +74,13 @@ export class DocumentEntity {
   @Column({ type: 'jsonb', default: () => "'{}'" })
   metadata: Record<string, string>;
 
-  /** The W3C traceparent of the request that created it, when traced: a bank event's trace links to it. Never shown. */
-  @Column({ name: 'trace_parent', type: 'varchar', length: 55, nullable: true })
-  traceParent: string | null;
-
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
   updatedAt: Date;
+
+  /** The W3C traceparent of the request that created it, when traced: a bank event's trace links to it. Never shown. */
+  @Column({ name: 'trace_parent', type: 'varchar', length: 55, nullable: true })
+  traceParent: string | null;
 }
