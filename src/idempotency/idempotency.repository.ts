@@ -39,8 +39,6 @@ const CLAIM = new Lock('idempotency-claim', `pg_try_advisory_xact_lock(hashtexte
 export class IdempotencyRepository {
   /** The key's record, live or not: $1 key, $2 source. */
   private readonly record: PreparedStatement<FoundRecord>;
-  /** The key's live record, read behind the claim: $1 key, $2 source. */
-  private readonly live: PreparedStatement<StoredAnswer>;
   /**
    * Writes the answer, by the holder of the key's claim. Where the key had no record on arrival, a plain
    * INSERT: a request with the key that committed its answer since (before this one's claim) makes it fail
@@ -55,10 +53,6 @@ export class IdempotencyRepository {
     this.record = new PreparedStatement(
       'idempotency-record',
       `SELECT ${selectColumns(metadata, { only: ANSWER })}, expires_at > now() AS live FROM idempotency_records WHERE idempotency_key = $1 AND source = $2`,
-    );
-    this.live = new PreparedStatement(
-      'idempotency-live',
-      `SELECT ${selectColumns(metadata, { only: ANSWER })} FROM idempotency_records WHERE idempotency_key = $1 AND source = $2 AND expires_at > now()`,
     );
     const insert = `INSERT INTO idempotency_records (${columnsOf<IdempotencyRecordEntity>(metadata, STORED)}, expires_at)
        VALUES (${placeholders(STORED.length)}, now() + make_interval(secs => $${STORED.length + 1}))`;
@@ -83,9 +77,9 @@ export class IdempotencyRepository {
     return CLAIM.with(source, key);
   }
 
-  /** The key's live record, read behind the claim, with a snapshot taken once the claim is granted. */
-  liveRecord(source: string, key: string): Bound<StoredAnswer> {
-    return this.live.with(key, source);
+  /** The key's record, live or expired, read behind the claim, with a snapshot taken once the claim is granted. */
+  recordBehindClaim(source: string, key: string): Bound<FoundRecord> {
+    return this.record.with(key, source);
   }
 
   /**

@@ -12,7 +12,7 @@ const REPLAY = { status: 201, body: '{"id":"d1"}', location: '/api/v1/documents/
 
 /** What the repository hands the service to send: markers, so the test sees which went where. */
 const CLAIM = { lock: 'the claim' };
-const LIVE = { statement: 'the live record' };
+const BEHIND_CLAIM = { statement: 'the record behind the claim' };
 const STORE = { statement: 'the store' };
 
 /**
@@ -30,7 +30,7 @@ async function serviceWith({ found = null, purged = [] }: { found?: FoundRecord 
   const records = {
     find: jest.fn<(source: string, key: string) => Promise<FoundRecord | null>>().mockResolvedValue(found),
     claim: jest.fn(() => CLAIM),
-    liveRecord: jest.fn(() => LIVE),
+    recordBehindClaim: jest.fn(() => BEHIND_CLAIM),
     stored: jest.fn<(record: NewRecord, ttlSeconds: number, takeOver: boolean) => unknown>(() => STORE),
     purgeExpired: jest.fn(async () => {
       const next = purges.shift() ?? 0;
@@ -76,14 +76,14 @@ describe('IdempotencyService', () => {
     await expect(service.look(CALL)).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
   });
 
-  it('opens the request\u2019s transaction with the claim, and the live record behind it only when the key had an expired one', async () => {
+  it('opens the request\u2019s transaction with the claim, and the key\u2019s record behind it only when the key had an expired one', async () => {
     const { service, openings, records } = await serviceWith();
     service.open(CALL, { kind: 'new', expired: false });
     expect(records.claim).toHaveBeenCalledWith('acme-erp', 'order-0001');
     expect(openings[0]).toMatchObject({ locks: [CLAIM], reads: [] });
     service.open(CALL, { kind: 'new', expired: true });
-    expect(records.liveRecord).toHaveBeenCalledWith('acme-erp', 'order-0001');
-    expect(openings[1]).toMatchObject({ locks: [CLAIM], reads: [LIVE] });
+    expect(records.recordBehindClaim).toHaveBeenCalledWith('acme-erp', 'order-0001');
+    expect(openings[1]).toMatchObject({ locks: [CLAIM], reads: [BEHIND_CLAIM] });
   });
 
   it('checks the claim\u2019s answers: granted goes on; another holder is a 409 with Retry-After; a record found behind it is AnsweredBefore, or a 422', async () => {
@@ -93,15 +93,17 @@ describe('IdempotencyService', () => {
     const [fresh, expired] = openings;
     expect(() => fresh.check([true], [])).not.toThrow();
     expect(() => expired.check([true], [[]])).not.toThrow();
+    // Still expired behind the claim: nobody took it over since the look-up, and this request does.
+    expect(() => expired.check([true], [[{ ...RECORD, live: false }]])).not.toThrow();
     expect(failureOf(() => fresh.check([false], []))).toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_USE', headers: { 'Retry-After': '1' } });
     expect(failureOf(() => expired.check([false], [[]]))).toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_USE' });
     // The record decides, whether or not the claim was granted: its holder has finished.
     for (const held of [true, false]) {
-      const answered = failureOf(() => expired.check([held], [[RECORD]]));
+      const answered = failureOf(() => expired.check([held], [[{ ...RECORD, live: true }]]));
       expect(answered).toBeInstanceOf(AnsweredBefore);
       expect((answered as AnsweredBefore).answer).toEqual(REPLAY);
     }
-    expect(failureOf(() => expired.check([true], [[{ ...RECORD, fingerprint: 'another' }]]))).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(failureOf(() => expired.check([true], [[{ ...RECORD, fingerprint: 'another', live: true }]]))).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
   });
 
   it('stores the answer as the last write of the commit, taking over an expired record only when the key had one', async () => {

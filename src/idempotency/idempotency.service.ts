@@ -7,7 +7,7 @@ import { toProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
 import { Transaction, Transactions } from '../database/transaction.js';
 import { urlRedactorFor } from '../logging/redact-url.js';
-import { IdempotencyRepository, StoredAnswer } from './idempotency.repository.js';
+import { FoundRecord, IdempotencyRepository, StoredAnswer } from './idempotency.repository.js';
 
 export const IDEMPOTENCY_PURGE_JOB = 'idempotency-purge';
 
@@ -111,10 +111,10 @@ export class IdempotencyService {
     return this.transactions.begin(
       {
         locks: [this.records.claim(call.source, call.key)],
-        reads: looked.expired ? [this.records.liveRecord(call.source, call.key)] : [],
+        reads: looked.expired ? [this.records.recordBehindClaim(call.source, call.key)] : [],
         check: ([held], [rows]) => {
-          const record = rows?.[0];
-          if (record) throw new AnsweredBefore(this.replayOf(call, record as StoredAnswer));
+          const record = rows?.[0] as FoundRecord | undefined;
+          if (record?.live) throw new AnsweredBefore(this.replayOf(call, record));
           if (held !== true) {
             throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this idempotency key is still being processed; retry shortly', undefined, {
               'Retry-After': '1',
