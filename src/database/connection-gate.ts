@@ -1,6 +1,7 @@
 import { Logger, OnModuleDestroy } from '@nestjs/common';
 import { Client, ClientConfig, Pool, PoolClient } from 'pg';
 import { databaseFailureOf, DatabaseUnavailable, describeFailure } from '../common/database-failure.js';
+import { sameSocket } from './sent-together.js';
 
 /** The first wait between two attempts to reach a database that did not answer, doubled up to the next. */
 const FIRST_RETRY_MS = 100;
@@ -151,6 +152,7 @@ export class ConnectionGate implements OnModuleDestroy {
         if (error) this.connectFailed(error);
         if (!client) return callback(error, client, release);
         const watched = watchReadOnly(client);
+        sameSocket(watched.client, client);
         callback(error, watched.client, (releaseError?: unknown) => release(releaseError ?? watched.refusal()));
       });
       return undefined;

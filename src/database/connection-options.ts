@@ -62,8 +62,9 @@ export function clientConfig({ url, timeouts, applicationName = 'tax-document-ga
 }
 
 /**
- * The pool TypeORM opens (its `extra` options): statements issued together on a connection leave
- * together (pipeline mode), and each connection is replaced after its lifetime.
+ * The pool TypeORM opens (its `extra` options): statements issued together on a connection are sent
+ * without waiting for each other's answers (pipeline mode), and each connection is replaced after its
+ * lifetime.
  */
 export function poolConfig(settings: ConnectionSettings): PoolConfig {
   return { ...clientConfig(settings), max: settings.poolSize, maxLifetimeSeconds: settings.lifetimeSeconds, pipeline: true };

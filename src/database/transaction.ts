@@ -6,6 +6,7 @@ import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { asDatabaseUnavailable, DatabaseUnavailable } from '../common/database-failure.js';
 import { takeAfterCommit } from './after-commit.js';
 import { Bound, connectionOf, firstFailureOf, PreparedStatement, RowsOf, sendable } from './prepared-statement.js';
+import { sentTogether } from './sent-together.js';
 
 /**
  * An advisory lock a transaction takes before it reads, as a SQL expression of its values ($1, $2, …):
@@ -190,11 +191,11 @@ export class Transaction {
     if (begin) this.state = 'open';
     const anyLock = locks.length + gates.length > 0;
     const sent = [...(anyLock ? [locksStatement(locks, gates)] : []), ...reads];
-    const begun = begin ? [client.query(BEGIN).then(() => [])] : [];
-    const answers = await Promise.allSettled([...begun, ...sent.map((bound) => this.run(client, bound))]);
+    const issued = sentTogether(client, () => [...(begin ? [client.query(BEGIN).then(() => [])] : []), ...sent.map((bound) => this.run(client, bound))]);
+    const answers = await Promise.allSettled(issued);
     let rows: QueryResultRow[][];
     try {
-      rows = firstFailureOf(answers).slice(begun.length);
+      rows = firstFailureOf(answers).slice(begin ? 1 : 0);
     } catch (error) {
       throw asDatabaseUnavailable(error);
     }
@@ -254,18 +255,21 @@ export class Transaction {
     try {
       const client = await this.connect();
       const writes = [...this.writes, ...last];
-      const begin = this.state === 'new' ? client.query(BEGIN).then(() => []) : null;
-      const written = writes.length > 0 ? [this.run(client, writesStatement(writes))] : [];
       const managed = this.state === 'managed';
       // What code in a managed transaction put on it with afterCommit(manager, …) waits for the same proof.
       if (managed) this.listeners.push(...takeAfterCommit(this.runner!));
-      // TypeORM reports a COMMIT as committed even when PostgreSQL answered it with a rollback (a write
-      // failed before it): the writes' answers say which, and are awaited before anything is claimed.
-      const committed = (managed ? this.runner!.commitTransaction() : client.query(COMMIT)).then(
-        (result: unknown) => ((answered = true), result),
-        (error: unknown) => ({ failed: error }),
-      );
-      const answers = await Promise.allSettled([...(begin ? [begin] : []), ...written]);
+      const [sent, committed] = sentTogether(client, () => {
+        const begin = this.state === 'new' ? [client.query(BEGIN).then(() => [])] : [];
+        const written = writes.length > 0 ? [this.run(client, writesStatement(writes))] : [];
+        // TypeORM reports a COMMIT as committed even when PostgreSQL answered it with a rollback (a write
+        // failed before it): the writes' answers say which, and are awaited before anything is claimed.
+        const commit = (managed ? this.runner!.commitTransaction() : client.query(COMMIT)).then(
+          (result: unknown) => ((answered = true), result),
+          (error: unknown) => ({ failed: error }),
+        );
+        return [[...begin, ...written], commit] as const;
+      });
+      const answers = await Promise.allSettled(sent);
       const outcome = (await committed) as { command?: string; failed?: unknown } | undefined;
       this.state = 'ended';
       firstFailureOf(answers);

@@ -5,6 +5,7 @@ import type { ConnectionGate } from './connection-gate.js';
 import { ConnectionSettings, poolConfig } from './connection-options.js';
 import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from './migrations/index.js';
+import { withOwnSockets } from './sent-together.js';
 
 /** What the data source needs beyond the address: the request pool's settings and, for metrics, a view of its pool. */
 export interface PoolOptions extends Omit<ConnectionSettings, 'url'> {
@@ -22,7 +23,8 @@ export interface PoolOptions extends Omit<ConnectionSettings, 'url'> {
 function observedDriver({ onPool, gate }: Pick<PoolOptions, 'onPool' | 'gate'>): typeof pg {
   const Pool = new Proxy(pg.Pool, {
     construct(target, [config]: [pg.PoolConfig], newTarget) {
-      const pool = Reflect.construct(target, [gate ? { ...config, Client: gate.watchedClient() } : config], newTarget) as pg.Pool;
+      const Client = withOwnSockets(gate ? gate.watchedClient() : pg.Client);
+      const pool = Reflect.construct(target, [{ ...config, Client }], newTarget) as pg.Pool;
       onPool?.(pool);
       return gate ? gate.guard(pool) : pool;
     },

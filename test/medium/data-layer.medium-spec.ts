@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { Socket } from 'node:net';
 import { Client, QueryConfig } from 'pg';
 import { DataSource } from 'typeorm';
 import { DatabaseUnavailable } from '../../src/common/database-failure.js';
@@ -50,6 +51,31 @@ async function roundTripsOf(work: () => Promise<unknown>): Promise<string[][]> {
     spy.mockRestore();
   }
   return trips;
+}
+
+/**
+ * How many writes the gateway's sockets made during `work`: a write of a socket not corked leaves at once,
+ * and what a corked socket buffered leaves in one write when it is uncorked (Node's net.Socket writes
+ * its buffered chunks with one writev). The test's own connection (m.check) must not be used meanwhile.
+ */
+async function writesOf(work: () => Promise<unknown>): Promise<number> {
+  let writes = 0;
+  const { write, uncork } = Socket.prototype;
+  const writeSpy = jest.spyOn(Socket.prototype, 'write').mockImplementation(function (this: Socket, ...args: unknown[]) {
+    if (this.writableCorked === 0) writes++;
+    return (write as (...a: unknown[]) => boolean).apply(this, args);
+  });
+  const uncorkSpy = jest.spyOn(Socket.prototype, 'uncork').mockImplementation(function (this: Socket) {
+    if (this.writableCorked === 1 && this.writableLength > 0) writes++;
+    uncork.call(this);
+  });
+  try {
+    await work();
+  } finally {
+    writeSpy.mockRestore();
+    uncorkSpy.mockRestore();
+  }
+  return writes;
 }
 
 describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, and the Transaction helper', () => {
@@ -201,6 +227,28 @@ describe('the data layer: TypeORM through @nestjs/typeorm, prepared statements, 
       await tx.rollback();
     }
     expect(checked).toHaveLength(1);
+  });
+
+  it('sends the statements of one round trip in one write on the socket, pipelined, each answered on its own', async () => {
+    await transactions.run(async (tx) => tx.write(INSERT_PROBE.with('warm')));
+    const tx = transactions.begin();
+    let rows: unknown;
+    // BEGIN, the locks and two reads: four statements, one write.
+    expect(await writesOf(async () => ([rows] = await tx.read({ locks: [PROBE_LOCK.with('probe')], reads: [LABELS.with(), BACKEND_PID.with()] })))).toBe(1);
+    expect(rows).toEqual([{ label: 'warm' }]);
+    tx.write(INSERT_PROBE.with('one'), INSERT_OTHER.with(1, 'other'));
+    // The writes and COMMIT.
+    expect(await writesOf(() => tx.commit())).toBe(1);
+    expect(await labels()).toEqual(['one', 'warm']);
+    // Nothing read: BEGIN, the write and COMMIT, in one.
+    expect(await writesOf(() => transactions.run(async (next) => next.write(INSERT_PROBE.with('two'))))).toBe(1);
+    // A failing statement among them fails alone; the transaction is rolled back and nothing it wrote stays.
+    const failing = transactions.begin();
+    await expect(failing.read({ reads: [LABELS.with(), new PreparedStatement('test-division', 'SELECT 1 / $1::int AS n').with(0)] })).rejects.toMatchObject({
+      code: '22012',
+    });
+    await failing.rollback();
+    expect(await busyConnections()).toEqual([]);
   });
 
   it('composes the writes of several tables into one statement, each with its own values, sent with BEGIN and COMMIT when nothing was read', async () => {
